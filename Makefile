@@ -1,0 +1,59 @@
+# dracpu: the README's commands. `make demo` and `make test` do everything on a fresh Debian 12
+# machine: they install what is missing (deps), configure and build, then run.
+SHELL := /bin/bash
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+MESON_FLAGS ?=
+# Debian 12 packages the build, the tests and the demo need. Nothing else is downloaded.
+DEB_PACKAGES := g++ meson ninja-build pkg-config python3 \
+  protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev \
+  libboost-dev rapidjson-dev libgoogle-glog-dev libsystemd-dev libcurl4-openssl-dev \
+  libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test asan bench demo clean
+
+all: build
+
+# Idempotent; silent when every package is already installed.
+deps:
+	@missing=$$(dpkg-query -W -f='$${Package} $${Status}\n' $(DEB_PACKAGES) 2>/dev/null \
+	    | awk '$$NF=="installed"{print $$1}' | sort -u | comm -13 - <(tr ' ' '\n' <<<"$(DEB_PACKAGES)" | sed '/^$$/d' | sort -u)); \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing" $$missing; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_FLAGS)
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+# All tests (unit, integration, e2e) of the normal build; ends with "N passed, N failed".
+test: build
+	@rm -f $(BUILD)/meson-logs/testlog.junit.xml
+	@meson test -C $(BUILD) --print-errorlogs --num-processes 2; rc=$$?; \
+	  python3 tests/junit_summary.py $(BUILD)/meson-logs/testlog.junit.xml; exit $$rc
+
+# ASan + UBSan build in its own directory, halting on the first error, running all tests.
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false \
+	  -Dbuildtype=debug -Dbenchmarks=false $(MESON_FLAGS)
+
+asan: deps $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	@rm -f $(ASAN_BUILD)/meson-logs/testlog.junit.xml
+	@meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 2 --timeout-multiplier 3; rc=$$?; \
+	  python3 tests/junit_summary.py $(ASAN_BUILD)/meson-logs/testlog.junit.xml; exit $$rc
+
+# Benchmarks (Google Benchmark), each printing ratios against a baseline measured in the same run.
+bench: build
+	meson test -C $(BUILD) --benchmark --verbose
+
+demo: build
+	@tests/demo/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)
