@@ -1,0 +1,70 @@
+// FileSystem: the filesystem seen from an injectable root (systemd's `_at` style).
+//
+// Every path is relative to the root the implementation was made with: PosixFileSystem("/")
+// reads the host; PosixFileSystem("/tmp/corpus/x") reads a recorded machine's sysfs tree at
+// /tmp/corpus/x/sys/... . Leading '/' in paths is ignored ("sys/devices" == "/sys/devices").
+// Paths may not contain ".." components (INVALID_ARGUMENT), so reads cannot leave the root.
+//
+// Errors: NOT_FOUND when the file or directory does not exist, PERMISSION_DENIED, and
+// RESOURCE_EXHAUSTED when a file is larger than the caller's limit; messages name the path.
+// Thread safety: implementations are safe for concurrent use.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace dracpu {
+
+struct DirEntry {
+  enum class Type { kFile, kDirectory, kSymlink, kOther };
+  std::string name;
+  Type type = Type::kOther;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // The whole content of a regular file (or a sysfs/procfs attribute), at most `max_size` bytes;
+  // a longer file is RESOURCE_EXHAUSTED.
+  virtual Result<std::string> ReadFile(std::string_view path, size_t max_size = 1 << 20) const = 0;
+
+  // Entries of a directory except "." and "..", sorted by name. Symlinks are reported as such.
+  virtual Result<std::vector<DirEntry>> ListDirectory(std::string_view path) const = 0;
+
+  // The target of a symbolic link, as stored.
+  virtual Result<std::string> ReadLink(std::string_view path) const = 0;
+
+  // Whether `path` exists (following symlinks); false on any error.
+  virtual bool Exists(std::string_view path) const = 0;
+  virtual bool IsDirectory(std::string_view path) const = 0;
+
+  // Writes `content` to a temp file beside `path`, fsyncs it, renames it over `path` and fsyncs
+  // the directory: readers see the old or the new content, never a mix. Mode applies to the file.
+  virtual Status WriteFileAtomically(std::string_view path, std::string_view content,
+                                     mode_t mode) = 0;
+
+  // Removes a file; NOT_FOUND when it did not exist.
+  virtual Status RemoveFile(std::string_view path) = 0;
+
+  // Creates the directory and its missing parents with `mode`; OK when it already exists.
+  virtual Status MakeDirectories(std::string_view path, mode_t mode) = 0;
+
+  // The absolute host path of `path` (for tools and messages only).
+  virtual std::string HostPath(std::string_view path) const = 0;
+};
+
+// Creates a FileSystem rooted at `root` (an existing directory) using openat() on a directory fd.
+Result<std::unique_ptr<FileSystem>> NewPosixFileSystem(const std::string& root);
+
+// Removes one trailing newline; sysfs attributes end with one.
+std::string_view TrimTrailingNewline(std::string_view text);
+
+}  // namespace dracpu

@@ -1,0 +1,209 @@
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "common/file_system.h"
+#include "common/unique_fd.h"
+
+namespace dracpu {
+namespace {
+
+// Root-relative form of `path` ("." for the root itself), or INVALID_ARGUMENT for "..".
+Result<std::string> Relative(std::string_view path) {
+  while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+  if (path.empty()) return std::string(".");
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (path.substr(start, end - start) == "..") {
+      return InvalidArgumentError("path \"" + std::string(path) + "\" leaves the root");
+    }
+    start = end + 1;
+  }
+  return std::string(path);
+}
+
+std::string ParentOf(const std::string& rel) {
+  const size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? std::string(".") : rel.substr(0, slash);
+}
+
+class PosixFileSystem final : public FileSystem {
+ public:
+  PosixFileSystem(std::string root, UniqueFd root_fd)
+      : root_(std::move(root)), root_fd_(std::move(root_fd)) {}
+
+  Result<std::string> ReadFile(std::string_view path, size_t max_size) const override {
+    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
+    UniqueFd fd(::openat(root_fd_.get(), rel.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return ErrnoStatus("open " + HostPath(path), errno);
+    std::string content;
+    char buf[4096];
+    while (true) {
+      const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("read " + HostPath(path), errno);
+      }
+      if (n == 0) break;
+      if (content.size() + static_cast<size_t>(n) > max_size) {
+        return ResourceExhaustedError(HostPath(path) + " is larger than " +
+                                      std::to_string(max_size) + " bytes");
+      }
+      content.append(buf, static_cast<size_t>(n));
+    }
+    return content;
+  }
+
+  Result<std::vector<DirEntry>> ListDirectory(std::string_view path) const override {
+    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
+    const int fd = ::openat(root_fd_.get(), rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus("open directory " + HostPath(path), errno);
+    DIR* dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+      const int err = errno;
+      ::close(fd);
+      return ErrnoStatus("open directory " + HostPath(path), err);
+    }
+    std::vector<DirEntry> entries;
+    while (true) {
+      errno = 0;
+      const dirent* e = ::readdir(dir);
+      if (e == nullptr) break;
+      const std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      DirEntry entry{std::string(name), DirEntry::Type::kOther};
+      unsigned char type = e->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st;
+        if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK
+                                              : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+        }
+      }
+      if (type == DT_REG) entry.type = DirEntry::Type::kFile;
+      if (type == DT_DIR) entry.type = DirEntry::Type::kDirectory;
+      if (type == DT_LNK) entry.type = DirEntry::Type::kSymlink;
+      entries.push_back(std::move(entry));
+    }
+    const int err = errno;
+    ::closedir(dir);
+    if (err != 0) return ErrnoStatus("read directory " + HostPath(path), err);
+    std::sort(entries.begin(), entries.end(),
+              [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    return entries;
+  }
+
+  Result<std::string> ReadLink(std::string_view path) const override {
+    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
+    char buf[4096];
+    const ssize_t n = ::readlinkat(root_fd_.get(), rel.c_str(), buf, sizeof buf);
+    if (n < 0) return ErrnoStatus("readlink " + HostPath(path), errno);
+    return std::string(buf, static_cast<size_t>(n));
+  }
+
+  bool Exists(std::string_view path) const override {
+    auto rel = Relative(path);
+    struct stat st;
+    return rel.ok() && ::fstatat(root_fd_.get(), rel->c_str(), &st, 0) == 0;
+  }
+
+  bool IsDirectory(std::string_view path) const override {
+    auto rel = Relative(path);
+    struct stat st;
+    return rel.ok() && ::fstatat(root_fd_.get(), rel->c_str(), &st, 0) == 0 &&
+           S_ISDIR(st.st_mode);
+  }
+
+  Status WriteFileAtomically(std::string_view path, std::string_view content,
+                             mode_t mode) override {
+    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
+    const std::string tmp = rel + ".tmp." + std::to_string(::getpid());
+    UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(),
+                         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+    if (!fd) return ErrnoStatus("create " + HostPath(tmp), errno);
+    Status status = WriteAll(fd.get(), content, tmp);
+    if (status.ok() && ::fchmod(fd.get(), mode) != 0) status = ErrnoStatus("chmod " + tmp, errno);
+    if (status.ok() && ::fsync(fd.get()) != 0) status = ErrnoStatus("fsync " + HostPath(tmp), errno);
+    fd.Reset();
+    if (status.ok() && ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), rel.c_str()) != 0) {
+      status = ErrnoStatus("rename " + HostPath(tmp) + " to " + HostPath(path), errno);
+    }
+    if (!status.ok()) {
+      ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
+      return status;
+    }
+    UniqueFd dir(::openat(root_fd_.get(), ParentOf(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir) ::fsync(dir.get());  // best effort: the rename is already visible
+    return Status::Ok();
+  }
+
+  Status RemoveFile(std::string_view path) override {
+    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
+    if (::unlinkat(root_fd_.get(), rel.c_str(), 0) != 0) {
+      return ErrnoStatus("remove " + HostPath(path), errno);
+    }
+    return Status::Ok();
+  }
+
+  Status MakeDirectories(std::string_view path, mode_t mode) override {
+    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
+    if (rel == ".") return Status::Ok();
+    size_t pos = 0;
+    while (pos != std::string::npos) {
+      pos = rel.find('/', pos + 1);
+      const std::string prefix = rel.substr(0, pos);
+      if (::mkdirat(root_fd_.get(), prefix.c_str(), mode) != 0 && errno != EEXIST) {
+        return ErrnoStatus("mkdir " + HostPath(prefix), errno);
+      }
+    }
+    if (!IsDirectory(path)) return AlreadyExistsError(HostPath(path) + " exists and is not a directory");
+    return Status::Ok();
+  }
+
+  std::string HostPath(std::string_view path) const override {
+    while (!path.empty() && path.front() == '/') path.remove_prefix(1);
+    if (root_ == "/") return "/" + std::string(path);
+    return root_ + "/" + std::string(path);
+  }
+
+ private:
+  static Status WriteAll(int fd, std::string_view content, const std::string& what) {
+    while (!content.empty()) {
+      const ssize_t n = ::write(fd, content.data(), content.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("write " + what, errno);
+      }
+      content.remove_prefix(static_cast<size_t>(n));
+    }
+    return Status::Ok();
+  }
+
+  const std::string root_;
+  const UniqueFd root_fd_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<FileSystem>> NewPosixFileSystem(const std::string& root) {
+  std::string clean = root.empty() ? "/" : root;
+  while (clean.size() > 1 && clean.back() == '/') clean.pop_back();
+  UniqueFd fd(::open(clean.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return ErrnoStatus("open root directory " + clean, errno);
+  return std::unique_ptr<FileSystem>(new PosixFileSystem(clean, std::move(fd)));
+}
+
+std::string_view TrimTrailingNewline(std::string_view text) {
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  return text;
+}
+
+}  // namespace dracpu
