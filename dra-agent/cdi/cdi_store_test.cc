@@ -10,6 +10,7 @@
 
 #include "dra-agent/cdi/cdi_spec.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu::dra {
 namespace {
@@ -22,16 +23,12 @@ using ::testing::SizeIs;
 class CdiStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dracpu-cdi-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
     fs_ = NewPosixFileSystem(root_).value();
     store_ = std::make_unique<CdiStore>(*fs_, "/var/run/cdi");
     ASSERT_THAT(store_->EnsureDirectory(), IsOk());
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
-  std::string root_;
+  testing::TempDir tmp_{"dracpu-cdi"};
+  const std::string root_ = tmp_.path();
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<CdiStore> store_;
 };

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu::dra {
 namespace {
@@ -33,15 +34,10 @@ class MockClaimPreparer : public ClaimPreparer {
 class KubeletPluginServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dracpu-kp-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
     auto paths = MakePluginPaths(root_);
     ASSERT_THAT(paths, IsOk());
     options_.paths = *paths;
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
   void StartServer() {
     auto server = KubeletPluginServer::Start(options_, preparer_, [this](bool ok, const std::string& e) {
       statuses_.push_back({ok, e});
@@ -54,7 +50,8 @@ class KubeletPluginServerTest : public ::testing::Test {
     return grpc::CreateChannel("unix:" + path, grpc::InsecureChannelCredentials());
   }
 
-  std::string root_;
+  testing::TempDir tmp_{"dracpu-kp"};
+  const std::string root_ = tmp_.path();
   KubeletPluginServerOptions options_;
   StrictMock<MockClaimPreparer> preparer_;
   std::vector<std::pair<bool, std::string>> statuses_;
