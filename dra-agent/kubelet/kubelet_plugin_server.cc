@@ -8,6 +8,8 @@
 namespace dracpu::dra {
 namespace {
 
+constexpr auto kShutdownGrace = std::chrono::seconds(2);
+
 Result<std::unique_ptr<grpc::Server>> Serve(const std::string& socket_path,
                                             const std::vector<grpc::Service*>& services) {
   RETURN_IF_ERROR(PrepareSocketPath(socket_path));
@@ -52,12 +54,13 @@ KubeletPluginServer::~KubeletPluginServer() { Shutdown(); }
 
 void KubeletPluginServer::Shutdown() {
   if (registration_server_) {
-    registration_server_->Shutdown();
+    registration_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
     registration_server_.reset();
     ::unlink(options_.paths.registration_socket.c_str());
   }
   if (dra_server_) {
-    dra_server_->Shutdown();
+    // Streams (health) end when cancelled at the deadline; unary calls finish first.
+    dra_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
     dra_server_.reset();
     ::unlink(options_.paths.dra_socket.c_str());
   }
