@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
 
@@ -18,6 +19,7 @@ constexpr Subcommand kSubcommands[] = {
        io.out << "dracpu-dra-agent " << DRACPU_VERSION << "\n";
        return dracpu::dra::kExitOk;
      }},
+    {"gatherinfo", "print the CPU topology read from sysfs", dracpu::dra::GatherInfoCommand},
 };
 
 void PrintUsage(std::ostream& os) {
