@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dra-agent/allocator/allocate_command.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
 
@@ -18,6 +19,7 @@ constexpr Subcommand kSubcommands[] = {
        io.out << "dracpu-dra-agent " << DRACPU_VERSION << "\n";
        return dracpu::dra::kExitOk;
      }},
+    {"allocate", "choose CPUs for one request (JSON in, JSON out)", dracpu::allocator::RunAllocateCommand},
 };
 
 void PrintUsage(std::ostream& os) {
