@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -125,7 +126,11 @@ class PosixFileSystem final : public FileSystem {
   Status WriteFileAtomically(std::string_view path, std::string_view content,
                              mode_t mode) override {
     ASSIGN_OR_RETURN(const std::string rel, Relative(path));
-    const std::string tmp = rel + ".tmp." + std::to_string(::getpid());
+    // Unique per process and call, so concurrent writers never share a temp file; the name does
+    // not end in .json/.yaml, so CDI watchers ignore it until the rename.
+    static std::atomic<uint64_t> counter{0};
+    const std::string tmp = rel + ".tmp." + std::to_string(::getpid()) + "." +
+                            std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
     UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(),
                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
     if (!fd) return ErrnoStatus("create " + HostPath(tmp), errno);

@@ -9,6 +9,7 @@
 
 #include "common/file_system.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu {
 namespace {
@@ -20,9 +21,6 @@ using ::testing::HasSubstr;
 class PosixFileSystemTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dracpu-fs-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
     std::filesystem::create_directories(root_ + "/sys/devices");
     std::ofstream(root_ + "/sys/devices/online") << "0-3\n";
     ::symlink("devices", (root_ + "/sys/link").c_str());
@@ -30,9 +28,8 @@ class PosixFileSystemTest : public ::testing::Test {
     ASSERT_THAT(fs, IsOk());
     fs_ = std::move(fs).value();
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-
-  std::string root_;
+  testing::TempDir tmp_{"dracpu-fs"};
+  const std::string root_ = tmp_.path();
   std::unique_ptr<FileSystem> fs_;
 };
 

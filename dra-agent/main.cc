@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dra-agent/allocator/allocate_command.h"
+#include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
 
@@ -19,6 +20,7 @@ constexpr Subcommand kSubcommands[] = {
        io.out << "dracpu-dra-agent " << DRACPU_VERSION << "\n";
        return dracpu::dra::kExitOk;
      }},
+    {"gatherinfo", "print the CPU topology read from sysfs", dracpu::dra::GatherInfoCommand},
     {"allocate", "choose CPUs for one request (JSON in, JSON out)", dracpu::allocator::RunAllocateCommand},
 };
 

@@ -1,0 +1,69 @@
+#include "dra-agent/cdi/cdi_store.h"
+
+#include <algorithm>
+
+#include "dra-agent/cdi/cdi_spec.h"
+
+namespace dracpu::dra {
+
+std::string CdiStore::PathOf(std::string_view claim_uid) const {
+  return dir_ + "/" + CdiSpecFileName(claim_uid);
+}
+
+Status CdiStore::EnsureDirectory() { return fs_.MakeDirectories(dir_, 0755); }
+
+Status CdiStore::Write(std::string_view claim_uid, const CpuSet& cpus) {
+  RETURN_IF_ERROR(ValidateClaimUid(claim_uid));
+  if (cpus.Empty()) {
+    return InvalidArgumentError("claim " + std::string(claim_uid) + ": no CPUs to write");
+  }
+  return fs_.WriteFileAtomically(PathOf(claim_uid), RenderCdiSpec(claim_uid, cpus), 0644);
+}
+
+Status CdiStore::Remove(std::string_view claim_uid) {
+  RETURN_IF_ERROR(ValidateClaimUid(claim_uid));
+  Status s = fs_.RemoveFile(PathOf(claim_uid));
+  if (s.code() == StatusCode::kNotFound) return Status::Ok();
+  return s;
+}
+
+Result<CdiStore::Listing> CdiStore::List() const {
+  Listing listing;
+  auto entries = fs_.ListDirectory(dir_);
+  if (!entries.ok()) {
+    if (entries.status().code() == StatusCode::kNotFound) return listing;
+    return entries.status();
+  }
+  const std::string prefix = std::string(kCdiVendor) + "-" + std::string(kCdiClass) + "_claim-";
+  constexpr std::string_view kSuffix = ".json";
+  for (const DirEntry& e : *entries) {
+    const std::string& n = e.name;
+    if (n.size() <= prefix.size() + kSuffix.size() || n.compare(0, prefix.size(), prefix) != 0 ||
+        n.compare(n.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+      continue;
+    }
+    const std::string path = dir_ + "/" + n;
+    auto text = fs_.ReadFile(path, 64 * 1024);
+    if (!text.ok()) {
+      listing.problems.push_back(text.status());
+      continue;
+    }
+    auto claim = ParseCdiSpec(*text, fs_.HostPath(path));
+    if (!claim.ok()) {
+      listing.problems.push_back(claim.status());
+      continue;
+    }
+    if (n != CdiSpecFileName(claim->claim_uid)) {
+      listing.problems.push_back(InvalidArgumentError("CDI spec " + fs_.HostPath(path) +
+                                                      ": file name does not match claim " +
+                                                      claim->claim_uid));
+      continue;
+    }
+    listing.claims.push_back(std::move(claim).value());
+  }
+  std::sort(listing.claims.begin(), listing.claims.end(),
+            [](const ClaimEnv& a, const ClaimEnv& b) { return a.claim_uid < b.claim_uid; });
+  return listing;
+}
+
+}  // namespace dracpu::dra

@@ -1,0 +1,44 @@
+// CdiStore: the claim CDI spec files in one directory, through the FileSystem seam.
+//
+// Write is atomic (temp file, fsync, rename, fsync dir) so a runtime never reads half a spec and a
+// crash leaves the old or the new file. Remove of a missing spec is OK (Unprepare is idempotent).
+// Thread safety: safe for concurrent use on different claims; callers serialize per claim.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/claim_env.h"
+#include "common/file_system.h"
+#include "common/status.h"
+
+namespace dracpu::dra {
+
+class CdiStore {
+ public:
+  // `dir` is relative to the FileSystem's root, e.g. "/var/run/cdi". Not owned: `fs` must outlive.
+  CdiStore(FileSystem& fs, std::string dir) : fs_(fs), dir_(std::move(dir)) {}
+
+  // Creates the directory (0755: runtimes read it) when missing.
+  Status EnsureDirectory();
+  // Writes (or replaces) the claim's spec, mode 0644 like the CDI library.
+  Status Write(std::string_view claim_uid, const CpuSet& cpus);
+  // Removes the claim's spec; OK when it does not exist.
+  Status Remove(std::string_view claim_uid);
+
+  struct Listing {
+    std::vector<ClaimEnv> claims;  // valid claim specs, sorted by uid
+    std::vector<Status> problems;  // unreadable or invalid dra.k8s.io-cpu_claim-*.json files
+  };
+  // Every claim spec in the directory. Files of other vendors are ignored. A missing directory
+  // is an empty listing.
+  Result<Listing> List() const;
+
+  std::string PathOf(std::string_view claim_uid) const;
+
+ private:
+  FileSystem& fs_;
+  const std::string dir_;
+};
+
+}  // namespace dracpu::dra

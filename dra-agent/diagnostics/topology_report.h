@@ -1,0 +1,31 @@
+// Renders a CpuTopology as the gatherinfo report: JSON, YAML (same tree, same keys) or a short
+// human summary. The key contract (issue 2 item 8) is documented in docs/topology.md:
+//   layoutVersion, toolVersion, sysfsRoot, warnings,
+//   topology{online, offline, present, possible, isolated, smtEnabled, smtControl,
+//            threadsPerCore, threadsPerCoreValues, packages, dies, clusters, numaNodes,
+//            l3Caches, l2Caches, cores, cpus, pcieRoots}
+// CPU sets are canonical Linux list strings; -1 means "none" (no NUMA node, no L3, ...).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "common/cpu_topology.h"
+#include "common/status.h"
+
+namespace dracpu::dra {
+
+struct ReportHeader {
+  std::string tool_version;  // "dracpu-dra-agent 0.1.0"
+  std::string sysfs_root;    // as given on the command line
+};
+
+std::string RenderTopologyJson(const CpuTopology& topo, const ReportHeader& header);
+// A YAML document starting with "---" so reports can be concatenated. INTERNAL if the YAML
+// emitter fails (it does not for these inputs; its exceptions are caught here).
+Result<std::string> RenderTopologyYaml(const CpuTopology& topo, const ReportHeader& header);
+// A few aligned lines per level for people (make demo).
+std::string RenderTopologySummary(const CpuTopology& topo, const ReportHeader& header);
+
+}  // namespace dracpu::dra

@@ -1,0 +1,178 @@
+// The gatherinfo contract (issue 2 item 8): GatherInfoCommand on real corpus trees, JSON parsed
+// back and checked key by key against discovery and sysfs.json; YAML parsed back with yaml-cpp;
+// flag errors exit 2.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dra-agent/diagnostics/gatherinfo_command.h"
+#include "tests/testing/shared_data.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/sysfs_fixture.h"
+
+namespace dracpu::dra {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CommandRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CommandRun Gather(const std::vector<std::string>& args) {
+  std::istringstream in;
+  std::ostringstream out, err;
+  const int code = GatherInfoCommand(args, CommandIo{in, out, err});
+  return {code, out.str(), err.str()};
+}
+
+rapidjson::Document ParseJson(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << text.substr(0, 200);
+  return doc;
+}
+
+TEST(GatherInfo, BadFlagsExitTwoWithMessage) {
+  const struct {
+    std::vector<std::string> args;
+    const char* message;
+  } kCases[] = {
+      {{"--format", "xml"}, "--format must be yaml, json or summary"},
+      {{"--format"}, "--format needs a value"},
+      {{"--sysfs-root"}, "--sysfs-root needs a value"},
+      {{"--sysfs-root="}, "must not be empty"},
+      {{"--bogus"}, "unknown argument \"--bogus\""},
+      {{"extra"}, "unknown argument \"extra\""},
+  };
+  for (const auto& c : kCases) {
+    const CommandRun r = Gather(c.args);
+    EXPECT_EQ(r.code, kExitUsage) << c.message;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+    EXPECT_THAT(r.err, HasSubstr("usage:"));
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(GatherInfo, MissingRootFailsNamingIt) {
+  const CommandRun r = Gather({"--sysfs-root", "/nonexistent/dracpu-root", "--format", "json"});
+  EXPECT_EQ(r.code, kExitFailed);
+  EXPECT_THAT(r.err, HasSubstr("/nonexistent/dracpu-root"));
+}
+
+TEST(GatherInfo, JsonContractOnHaswellWithOfflineCpus) {
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  auto tree = testing::ExtractCorpusMachine(shared, "intel-haswell-2s-offline-cpu0-node0");
+  ASSERT_THAT(tree, IsOk());
+  const CommandRun r = Gather({"--sysfs-root=" + (*tree)->path(), "--format=json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const rapidjson::Document doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.IsObject());
+  EXPECT_STREQ(doc["layoutVersion"].GetString(), "v1");
+  EXPECT_THAT(doc["toolVersion"].GetString(), HasSubstr("dracpu"));
+  const auto& t = doc["topology"];
+  for (const char* key : {"online", "offline", "present", "isolated", "smtEnabled",
+                          "threadsPerCore", "packages", "dies", "clusters", "numaNodes",
+                          "l3Caches", "l2Caches", "cores", "cpus", "pcieRoots"}) {
+    EXPECT_TRUE(t.HasMember(key)) << key;
+  }
+  EXPECT_STREQ(t["online"].GetString(), "4-20");
+  EXPECT_STREQ(t["offline"].GetString(), "0-3,21-191");
+  EXPECT_STREQ(t["present"].GetString(), "0-23");
+  EXPECT_STREQ(t["isolated"].GetString(), "");
+  EXPECT_FALSE(t["smtEnabled"].GetBool());  // smt/control is "notsupported"
+  EXPECT_EQ(t["threadsPerCore"].GetInt(), 1);
+  ASSERT_EQ(t["packages"].Size(), 2u);
+  EXPECT_EQ(t["packages"][0]["id"].GetInt(), 0);
+  EXPECT_STREQ(t["packages"][0]["cpus"].GetString(), "4,6,8,10,12,14,16,18,20");
+  ASSERT_EQ(t["numaNodes"].Size(), 1u);
+  EXPECT_EQ(t["numaNodes"][0]["id"].GetInt(), 1);
+  EXPECT_STREQ(t["numaNodes"][0]["cpus"].GetString(), "5,7,9,11,13,15,17,19");
+  EXPECT_TRUE(t["numaNodes"][0]["distances"].IsObject());
+  // Only online CPUs, each with its ids; the even CPUs are in no NUMA node.
+  ASSERT_EQ(t["cpus"].Size(), 17u);
+  const auto& cpu4 = t["cpus"][0];
+  EXPECT_EQ(cpu4["id"].GetInt(), 4);
+  EXPECT_EQ(cpu4["package"].GetInt(), 0);
+  EXPECT_EQ(cpu4["numaNode"].GetInt(), -1);
+  EXPECT_EQ(cpu4["core"].GetInt(), 4);
+  EXPECT_STREQ(cpu4["type"].GetString(), "standard");
+  EXPECT_EQ(t["cpus"][1]["numaNode"].GetInt(), 1);
+  EXPECT_EQ(t["cores"].Size(), 17u);
+  EXPECT_STREQ(t["cores"][0]["cpus"].GetString(), "4");
+  EXPECT_EQ(t["l3Caches"].Size(), 2u);
+  bool warned = false;
+  for (const auto& w : doc["warnings"].GetArray()) {
+    warned |= std::string(w.GetString()).find("in no NUMA node") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST(GatherInfo, JsonCoresAndL3OnSmt4Power7) {
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  auto tree = testing::ExtractCorpusMachine(shared, "ibm-power7-8numa-smt4");
+  ASSERT_THAT(tree, IsOk());
+  const CommandRun r = Gather({"--sysfs-root", (*tree)->path(), "--format", "json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const rapidjson::Document doc = ParseJson(r.out);
+  const auto& t = doc["topology"];
+  EXPECT_STREQ(t["online"].GetString(), "0-255");
+  EXPECT_EQ(t["threadsPerCore"].GetInt(), 4);
+  EXPECT_EQ(t["cores"].Size(), 64u);
+  EXPECT_STREQ(t["cores"][1]["cpus"].GetString(), "4-7");
+  EXPECT_EQ(t["cores"][1]["id"].GetInt(), 4);
+  EXPECT_EQ(t["l3Caches"].Size(), 64u);
+  EXPECT_EQ(t["packages"].Size(), 1u);
+  EXPECT_EQ(t["numaNodes"].Size(), 8u);
+  EXPECT_EQ(t["numaNodes"][2]["id"].GetInt(), 4);
+  EXPECT_EQ(t["numaNodes"][2]["distances"]["4"].GetInt(), 10);
+  EXPECT_EQ(t["cpus"][255]["core"].GetInt(), 252);
+  EXPECT_EQ(t["cpus"][255]["numaNode"].GetInt(), 13);
+}
+
+TEST(GatherInfo, YamlHasTheSameContract) {
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  auto tree = testing::ExtractCorpusMachine(shared, "intel-raptorlake-i7-1370p-hybrid");
+  ASSERT_THAT(tree, IsOk());
+  const CommandRun r = Gather({"--sysfs-root", (*tree)->path()});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out.rfind("---", 0), 0u);
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(r.out);
+  } catch (const std::exception& e) {
+    FAIL() << "YAML does not parse: " << e.what();
+  }
+  EXPECT_EQ(doc["layoutVersion"].as<std::string>(), "v1");
+  const YAML::Node t = doc["topology"];
+  EXPECT_EQ(t["online"].as<std::string>(), "0-19");
+  EXPECT_TRUE(t["smtEnabled"].as<bool>());
+  EXPECT_EQ(t["threadsPerCore"].as<int>(), 2);
+  EXPECT_EQ(t["cores"].size(), 14u);
+  EXPECT_EQ(t["cores"][0]["cpus"].as<std::string>(), "0-1");
+  EXPECT_EQ(t["cores"][6]["cpus"].as<std::string>(), "12");  // a one-CPU list stays a string
+  EXPECT_EQ(t["clusters"].size(), 8u);
+  EXPECT_EQ(t["numaNodes"][0]["distances"]["0"].as<int>(), 10);
+}
+
+TEST(GatherInfo, SummaryIsReadable) {
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  auto tree = testing::ExtractCorpusMachine(shared, "intel-harpertown-2s-buggy-numa");
+  ASSERT_THAT(tree, IsOk());
+  const CommandRun r = Gather({"--sysfs-root", (*tree)->path(), "--format", "summary"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("online 0-7 (8)"));
+  EXPECT_THAT(r.out, HasSubstr("Packages  2"));
+  EXPECT_THAT(r.out, HasSubstr("node1 overlaps CPUs of another node"));
+}
+
+}  // namespace
+}  // namespace dracpu::dra
