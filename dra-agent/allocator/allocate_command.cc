@@ -8,13 +8,16 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string_view>
 #include <utility>
 
 #include "common/cpu_set.h"
+#include "common/file_system.h"
 #include "common/status.h"
+#include "common/topology_discovery.h"
 #include "dra-agent/allocator/allocator.h"
 #include "dra-agent/allocator/allocator_options.h"
 #include "dra-agent/allocator/placement_metrics.h"
@@ -149,10 +152,18 @@ Result<CpuTopology> ParseTopology(const Value& v, const std::optional<std::strin
     return InvalidArgumentError("topology: no topology named \"" + name + "\" in " + *topologies_file);
   }
   if (!v.IsObject()) return InvalidArgumentError("topology: must be an object or a name");
-  if (v.HasMember("sysfsRoot")) {
-    return UnimplementedError(
-        "topology.sysfsRoot: sysfs discovery is not supported in this build (needs "
-        "common/topology_discovery.h)");
+  if (auto it = v.FindMember("sysfsRoot"); it != v.MemberEnd()) {
+    if (!it->value.IsString() || it->value.GetStringLength() == 0) {
+      return InvalidArgumentError("topology.sysfsRoot: must be a non-empty directory path");
+    }
+    // The directory holding sys/devices/system/cpu (as gatherinfo's --sysfs-root).
+    Result<std::unique_ptr<FileSystem>> fs = NewPosixFileSystem(it->value.GetString());
+    if (!fs.ok()) return InvalidArgumentError("topology.sysfsRoot: " + fs.status().message());
+    DiscoveryOptions options;
+    options.pcie_roots = false;  // the allocator does not use PCIe locality
+    Result<CpuTopology> topo = DiscoverTopology(**fs, options);
+    if (!topo.ok()) return InvalidArgumentError("topology.sysfsRoot: " + topo.status().message());
+    return topo;
   }
   if (!v.HasMember("cpus")) return InvalidArgumentError("topology: needs \"cpus\" or \"sysfsRoot\"");
   return ParseRecords(v["cpus"], "topology.cpus");
@@ -250,7 +261,6 @@ std::string ErrorJson(const std::string& message) {
 int Fail(dra::CommandIo io, const Status& status) {
   io.out << ErrorJson(status.message()) << "\n";
   const bool malformed = status.code() == StatusCode::kInvalidArgument ||
-                         status.code() == StatusCode::kUnimplemented ||
                          status.code() == StatusCode::kNotFound;
   if (malformed) {
     io.err << "dracpu-dra-agent allocate: " << status.message() << "\n";

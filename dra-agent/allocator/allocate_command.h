@@ -6,7 +6,8 @@
 // Input (stdin unless --input):
 //   {"topology": {"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0, "l3": 0,
 //                           "coreType": "standard"}, ...]}    // or a name in --topologies FILE,
-//                                                             // or {"sysfsRoot": "DIR"}
+//                                                             // or {"sysfsRoot": "DIR"} (DIR
+//                                                             // holds sys/devices/system/cpu)
 //    "available": [0, 1, 2, 3] | "0-3",
 //    "request": 2,
 //    "options": {"full-pcpus-only": "true"},   // optional, kubelet option names (allocator_options.h)

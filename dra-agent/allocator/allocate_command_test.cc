@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/testing/shared_data.h"
+#include "tests/testing/sysfs_fixture.h"
 
 namespace dracpu::allocator {
 namespace {
@@ -173,6 +174,26 @@ TEST(AllocateCommandTest, ResolvesCaseTopologyNames) {
                                {"--topologies", dir + "/alloc-cases/topologies.json"});
   EXPECT_EQ(missing.rc, 2);
   EXPECT_THAT(missing.out, HasSubstr("noSuchTopology"));
+}
+
+// The {"sysfsRoot": DIR} form discovers the topology: a 2-socket Cascade Lake with SNC2 and HT
+// from the corpus (4 NUMA nodes of 10 cores, 80 CPUs); 8 CPUs fit one NUMA node on whole cores.
+TEST(AllocateCommandTest, DiscoversTheTopologyFromASysfsRoot) {
+  DRACPU_REQUIRE_SHARED_DIR(dir);
+  auto tree = dracpu::testing::ExtractCorpusMachine(dir, "intel-cascadelake-2s-snc2-ht");
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  const CommandRun r = Allocate("{\"topology\": {\"sysfsRoot\": \"" + (*tree)->path() +
+                                "\"}, \"available\": \"0-79\", \"request\": 8}");
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  const auto& m = r.json["metrics"];
+  EXPECT_EQ(m["numaSpan"].GetInt(), 1);
+  EXPECT_EQ(m["socketSpan"].GetInt(), 1);
+  EXPECT_EQ(m["partialCores"].GetInt(), 0);
+  EXPECT_EQ(m["coresTouched"].GetInt(), 4);
+  const CommandRun missing = Allocate("{\"topology\": {\"sysfsRoot\": \"/nonexistent-dracpu\"},"
+                                      " \"available\": [0], \"request\": 1}");
+  EXPECT_EQ(missing.rc, 2);
+  EXPECT_THAT(missing.out, HasSubstr("topology.sysfsRoot"));
 }
 
 }  // namespace
