@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dra-agent/allocator/allocate_command.h"
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
@@ -20,6 +21,7 @@ constexpr Subcommand kSubcommands[] = {
        return dracpu::dra::kExitOk;
      }},
     {"gatherinfo", "print the CPU topology read from sysfs", dracpu::dra::GatherInfoCommand},
+    {"allocate", "choose CPUs for one request (JSON in, JSON out)", dracpu::allocator::RunAllocateCommand},
 };
 
 void PrintUsage(std::ostream& os) {

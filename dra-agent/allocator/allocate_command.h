@@ -1,0 +1,40 @@
+// `dracpu-dra-agent allocate`: one allocation from a JSON document, for acceptance tests and
+// for trying the allocator by hand.
+//
+//   dracpu-dra-agent allocate [--input FILE] [--topologies FILE]
+//
+// Input (stdin unless --input):
+//   {"topology": {"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0, "l3": 0,
+//                           "coreType": "standard"}, ...]}    // or a name in --topologies FILE,
+//                                                             // or {"sysfsRoot": "DIR"} (DIR
+//                                                             // holds sys/devices/system/cpu)
+//    "available": [0, 1, 2, 3] | "0-3",
+//    "request": 2,
+//    "options": {"full-pcpus-only": "true"},   // optional, kubelet option names (allocator_options.h)
+//    "numaAffinity": [0],                      // optional topology-manager hint
+//    "reserved": [0] | "0",                    // optional, never chosen
+//    "sharedPool": [...] | "...",              // optional, candidates are limited to it
+//    "cpuGroupSize": 2,                        // optional, distribute-cpus-across-numa group
+//    "containers": [12, 2]}                    // optional, per-container counts summing to
+//                                              // request, allocated in order from one pool
+// Other fields of the case files (name, source, api, expected*, ...) are ignored, except that
+// resize cases (currentlyAllocated, mustKeep, or an api "...ForResize") are rejected.
+//
+// Output on stdout, one JSON object:
+//   exit 0: {"cpus": [...], "metrics": {"numaSpan", "socketSpan", "l3Span", "coresTouched",
+//            "partialCores"}} (+ "containers": [[...], ...] when several containers were given)
+//   exit 1: {"error": "..."}  the request is understood but cannot be met
+//   exit 2: {"error": "..."}  malformed flags or input; the message names the field (also on
+//            stderr)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dra-agent/subcommand.h"
+
+namespace dracpu::allocator {
+
+int RunAllocateCommand(const std::vector<std::string>& args, dra::CommandIo io);
+
+}  // namespace dracpu::allocator

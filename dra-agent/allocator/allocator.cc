@@ -1,0 +1,97 @@
+#include "dra-agent/allocator/allocator.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "dra-agent/allocator/numa_distribution.h"
+#include "dra-agent/allocator/placement_search.h"
+
+namespace dracpu::allocator {
+namespace {
+
+// The placement of `count` CPUs among `candidates`, by the distributed or the packed policy.
+Result<CpuSet> Place(const TopologyIndex& index, const AllocatorOptions& options,
+                     const CpuSet& candidates, int count) {
+  const PlacementSearch search(index, options, candidates);
+  if (options.distribute_cpus_across_numa) {
+    Result<CpuSet> distributed = PlaceDistributed(index, options, search, count);
+    // As kubelet: when no even split fits, fall back to packed placement.
+    if (distributed.ok() || distributed.status().code() != StatusCode::kNotFound) {
+      return distributed;
+    }
+  }
+  return search.Place(count);
+}
+
+}  // namespace
+
+Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& request,
+                        const AllocatorOptions& options) {
+  if (request.count < 0) {
+    return InvalidArgumentError("request of " + std::to_string(request.count) + " CPUs");
+  }
+  if (!request.available.IsSubsetOf(index.online())) {
+    return InvalidArgumentError("available CPUs not in the topology: " +
+                                (request.available - index.online()).ToListString());
+  }
+  if (!request.reserved.IsSubsetOf(index.online())) {
+    return InvalidArgumentError("reserved CPUs not in the topology: " +
+                                (request.reserved - index.online()).ToListString());
+  }
+  // strict-cpu-reservation only changes the shared pool; exclusive CPUs never include reserved
+  // ones either way.
+  const CpuSet candidates = request.available - request.reserved;
+  const int count = request.count;
+  if (count > candidates.Count()) {
+    return ResourceExhaustedError("not enough cpus available to satisfy request: requested=" +
+                                  std::to_string(count) +
+                                  ", available=" + std::to_string(candidates.Count()));
+  }
+  if (count == 0) return CpuSet();
+  if (options.full_pcpus_only) {
+    // kubelet's admission check, with the real core size (on hybrid parts there is no single
+    // size; whether whole cores can make the count is then decided by the search).
+    const int width = index.uniform_width();
+    if (width > 1 && count % width != 0) {
+      return FailedPreconditionError(
+          "SMTAlignmentError{RequestedCPUs: " + std::to_string(count) +
+          ", CpusPerCore: " + std::to_string(width) +
+          "}: full-pcpus-only needs a multiple of the core size");
+    }
+  }
+
+  if (!request.numa_affinity.empty()) {
+    // The hint is a preference: inside the hinted nodes (widened to their sockets with
+    // align-by-socket) when they hold the request, else all of them plus the rest elsewhere, as
+    // kubelet's allocateCPUs does.
+    CpuSet aligned;
+    for (int id : request.numa_affinity) {
+      const int numa = index.NumaIndex(id);
+      if (numa < 0) {
+        return InvalidArgumentError("numaAffinity names NUMA node " + std::to_string(id) +
+                                    ", which has no CPUs in the topology");
+      }
+      if (options.align_by_socket) {
+        for (int s = 0; s < index.socket_count(); ++s) {
+          if (index.socket_cpus(s).Intersects(index.numa_cpus(numa))) {
+            aligned |= index.socket_cpus(s);
+          }
+        }
+      } else {
+        aligned |= index.numa_cpus(numa);
+      }
+    }
+    aligned &= candidates;
+    Result<CpuSet> inside = Place(index, options, aligned, count);
+    if (inside.ok()) return inside;
+    const PlacementSearch aligned_search(index, options, aligned);
+    const int first = aligned_search.total_capacity();
+    ASSIGN_OR_RETURN(CpuSet head, aligned_search.Place(first));
+    ASSIGN_OR_RETURN(CpuSet tail, Place(index, options, candidates - aligned, count - first));
+    return head | tail;
+  }
+  return Place(index, options, candidates, count);
+}
+
+}  // namespace dracpu::allocator
