@@ -152,6 +152,10 @@ Status CheckClaimEntry(const ClaimEntry& e) {
                   static_cast<unsigned long long>(e.checksum), static_cast<unsigned long long>(sum));
     return DataLossError(buf);
   }
+  return CheckClaimFields(e);
+}
+
+Status CheckClaimFields(const ClaimEntry& e) {
   if (!Terminated(e.uid) || !Terminated(e.namespace_) || !Terminated(e.name)) {
     return DataLossError("a string field is not NUL-terminated");
   }
@@ -175,6 +179,10 @@ Status CheckContainerEntry(const ContainerEntry& e) {
                   static_cast<unsigned long long>(e.checksum), static_cast<unsigned long long>(sum));
     return DataLossError(buf);
   }
+  return CheckContainerFields(e);
+}
+
+Status CheckContainerFields(const ContainerEntry& e) {
   if (!Terminated(e.container_id) || !Terminated(e.pod_uid) || !Terminated(e.pod_namespace) ||
       !Terminated(e.pod_name) || !Terminated(e.container_name)) {
     return DataLossError("a string field is not NUL-terminated");

@@ -51,6 +51,9 @@ ContainerSpec DecodeContainer(const ContainerEntry& entry);
 // non-empty key, checksum). OK or DATA_LOSS naming the first problem.
 Status CheckClaimEntry(const ClaimEntry& entry);
 Status CheckContainerEntry(const ContainerEntry& entry);
+// The same checks without the checksum (for a writer that has just computed it).
+Status CheckClaimFields(const ClaimEntry& entry);
+Status CheckContainerFields(const ContainerEntry& entry);
 
 std::string_view ClaimStateName(ClaimState state);      // "prepared", "unknown(7)" is "?"
 std::string_view ContainerKindName(ContainerKind kind);  // "exclusive", "shared"

@@ -713,7 +713,7 @@ WriteTransaction::WriteTransaction(WriteTransaction&& other) noexcept
       writing_(other.writing_),
       recovery_(std::move(other.recovery_)) {}
 
-WriteTransaction::~WriteTransaction() { Commit(); }
+WriteTransaction::~WriteTransaction() { (void)Commit(); }
 
 void WriteTransaction::MarkWriting() {
   if (writing_) return;
@@ -725,20 +725,23 @@ void WriteTransaction::MarkWriting() {
   Hook(KillPoint::kAfterGenerationOdd);
 }
 
-void WriteTransaction::Commit() {
-  if (segment_ == nullptr) return;
+uint64_t WriteTransaction::Commit() {
+  if (segment_ == nullptr) return 0;
   SegmentHeader* h = segment_->header();
+  uint64_t published = Gen(h).load(std::memory_order_relaxed);
   if (writing_) {
     Hook(KillPoint::kBeforeGenerationEven);
     const uint64_t g = Gen(h).load(std::memory_order_relaxed);
     // seq_cst store then seq_cst load of waiters: pairs with WaitForChange's increment-then-load
     // so that a waiter is either woken or sees the new generation.
     Gen(h).store(g + 1, std::memory_order_seq_cst);
+    published = g + 1;
     Hook(KillPoint::kAfterGenerationEven);
     if (Waiters(h).load(std::memory_order_seq_cst) != 0) FutexWakeAll(GenWord(h));
   }
   pthread_mutex_unlock(&h->lock.mutex);
   segment_ = nullptr;
+  return published;
 }
 
 Status WriteTransaction::RequireRole(Role role, std::string_view what) const {
@@ -883,7 +886,7 @@ Status WriteTransaction::UpsertClaimEntry(const ClaimEntry& entry) {
   RETURN_IF_ERROR(RequireRole(Role::kDraAgent, "the claims table"));
   ClaimEntry e = entry;
   e.checksum = RecordChecksum(e);
-  RETURN_IF_ERROR(CheckClaimEntry(e).WithContext("claim " + std::string(e.Uid())));
+  if (Status st = CheckClaimFields(e); !st.ok()) return st.WithContext("claim " + std::string(e.Uid()));
   Segment* s = segment_;
   return TableOps::Upsert(*this, e, s->claims_, s->claims_index_, &s->header()->claim_count,
                           s->claims_desc_, ClaimKey, "claims");
@@ -946,7 +949,9 @@ Status WriteTransaction::UpsertContainerEntry(const ContainerEntry& entry) {
   RETURN_IF_ERROR(RequireRole(Role::kNriAgent, "the containers table"));
   ContainerEntry e = entry;
   e.checksum = RecordChecksum(e);
-  RETURN_IF_ERROR(CheckContainerEntry(e).WithContext("container " + std::string(e.Id())));
+  if (Status st = CheckContainerFields(e); !st.ok()) {
+    return st.WithContext("container " + std::string(e.Id()));
+  }
   Segment* s = segment_;
   return TableOps::Upsert(*this, e, s->containers_, s->containers_index_,
                           &s->header()->container_count, s->containers_desc_, ContainerKey,

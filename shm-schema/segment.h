@@ -253,8 +253,10 @@ class WriteTransaction {
   const TopologySummary& topology() const;
   const ConfigSummary& config() const;
 
-  // Makes the writes visible (generation even), unlocks, wakes waiters. Idempotent.
-  void Commit();
+  // Makes the writes visible (generation even), unlocks, wakes waiters. Returns the generation
+  // this transaction published (the current one when it wrote nothing); waiting for a change
+  // from it (WaitForChange) sees the next writer's commit. Idempotent (later calls return 0).
+  uint64_t Commit();
 
  private:
   friend class Segment;
