@@ -126,8 +126,9 @@ struct CpuIds {
   int capacity = -1;
 };
 
-// The SMT siblings of `cpu` as the kernel gives them, newest name first:
-// core_cpus_list (5.x), thread_siblings_list, then the mask twins of each.
+// The SMT siblings of `cpu` as the kernel gives them, newest name first: core_cpus_list
+// (Linux 5.x), else its mask core_cpus, else thread_siblings_list, else thread_siblings.
+// `found` is false when none exists (the CPU is then its own core).
 Result<CpuSet> ReadSiblings(const FileSystem& fs, int cpu, bool& found) {
   const std::string topo_dir = CpuPath(cpu) + "/topology/";
   found = true;
