@@ -52,8 +52,9 @@ asan: deps $(ASAN_BUILD)/build.ninja
 bench: build
 	meson test -C $(BUILD) --benchmark --verbose
 
+# MACHINE=<corpus machine> shows a real machine of ../shared/sysfs-corpus; SYSFS_ROOT=<dir> any tree.
 demo: build
-	@tests/demo/demo.sh $(BUILD)
+	@MACHINE="$(MACHINE)" SYSFS_ROOT="$(SYSFS_ROOT)" tests/demo/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
