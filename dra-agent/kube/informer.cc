@@ -111,6 +111,7 @@ void Informer::Apply(const WatchEvent& event) {
 Status Informer::Run(const std::atomic<bool>& stop) {
   Backoff backoff(options_.backoff, random_);
   bool need_list = true;
+  int gone_in_a_row = 0;  // 410s with no event in between
   Status last;
   while (!stop.load()) {
     Status s;
@@ -128,6 +129,7 @@ Status Informer::Run(const std::atomic<bool>& stop) {
       watch_options.label_selector = options_.label_selector;
       watch_options.resource_version = resource_version();
       watch_options.timeout_seconds = options_.watch_timeout_seconds;
+      const Clock::TimePoint started = clock_.Now();
       s = client_.Watch(collection_, watch_options,
                         [&](const WatchEvent& e) {
                           got_events = true;
@@ -135,15 +137,27 @@ Status Informer::Run(const std::atomic<bool>& stop) {
                           return !stop.load();
                         },
                         &stop);
-      if (s.ok() || got_events) backoff.Reset();
+      if (got_events) gone_in_a_row = 0;
       if (IsGone(s)) {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++stats_.gone;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++stats_.gone;
+        }
         need_list = true;
-        // Re-list at once: the history moved on, nothing is wrong with the server.
         last = s;
+        // Re-list at once: the history moved on, nothing is wrong with the server. A second 410
+        // in a row without any event means a fresh list's version is already too old (a
+        // server in trouble): back off rather than loop.
+        if (++gone_in_a_row >= 2) clock_.SleepFor(backoff.Next(), &stop);
         continue;
       }
+      if (s.ok() && !got_events && clock_.Now() - started < std::chrono::seconds(1)) {
+        // A stream that ends at once with nothing in it (a proxy cutting watches, say) would
+        // otherwise make this loop spin: wait as after an error.
+        clock_.SleepFor(backoff.Next(), &stop);
+        continue;
+      }
+      if (s.ok() || got_events) backoff.Reset();
     }
     if (s.ok() || s.code() == StatusCode::kCancelled) continue;
     last = s;

@@ -212,14 +212,18 @@ Result<ObjectList> KubeClient::List(std::string_view collection, const ListOptio
 }
 
 Result<JsonObject> KubeClient::Create(std::string_view collection, const JsonObject& object) {
-  Call call = MakeCall("POST", collection, object.ToString());
+  std::string path(collection);
+  if (options_.strict_field_validation) AddQuery(&path, "fieldValidation", "Strict");
+  Call call = MakeCall("POST", path, object.ToString());
   call.idempotent = false;
   ASSIGN_OR_RETURN(HttpResponse r, Do(call));
   return JsonObject::Parse(r.body);
 }
 
 Result<JsonObject> KubeClient::Update(std::string_view path, const JsonObject& object) {
-  ASSIGN_OR_RETURN(HttpResponse r, Do(MakeCall("PUT", path, object.ToString())));
+  std::string target(path);
+  if (options_.strict_field_validation) AddQuery(&target, "fieldValidation", "Strict");
+  ASSIGN_OR_RETURN(HttpResponse r, Do(MakeCall("PUT", target, object.ToString())));
   return JsonObject::Parse(r.body);
 }
 

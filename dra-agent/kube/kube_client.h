@@ -46,6 +46,9 @@ struct ClientOptions {
   int max_attempts = 6;
   BackoffPolicy backoff{std::chrono::milliseconds(250), std::chrono::milliseconds(30000), 2.0, 0.5};
   std::chrono::seconds token_refresh_interval{60};
+  // Sends fieldValidation=Strict on create and update: the server refuses objects with fields it
+  // does not know (a typo, or a field of a newer API version) instead of silently dropping them.
+  bool strict_field_validation = false;
 };
 
 struct ListOptions {

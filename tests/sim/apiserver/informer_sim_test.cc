@@ -8,7 +8,9 @@
 #include <set>
 #include <thread>
 
+#include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/curl_http_client.h"
+#include "dra-agent/kube/fake_clock.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/sim/apiserver/sim_test_util.h"
@@ -66,7 +68,8 @@ class InformerSimTest : public ::testing::Test {
     ASSERT_EQ(state_->Handle({"POST", kSlices, "", Slice(node, "", name)}).status, 201);
   }
 
-  void StartInformer() {
+  void StartInformer() { StartInformer(system_clock_); }
+  void StartInformer(kube::Clock& clock) {
     kube::InformerOptions options;
     options.field_selector = "spec.nodeName=n1,spec.driver=dra.cpu";
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 0.5};
@@ -74,8 +77,7 @@ class InformerSimTest : public ::testing::Test {
     handlers.on_add = [this](const JsonObject& o) { Log("add " + o.Name()); };
     handlers.on_update = [this](const JsonObject&, const JsonObject& o) { Log("update " + o.Name()); };
     handlers.on_delete = [this](const JsonObject& o) { Log("delete " + o.Name()); };
-    informer_ = std::make_unique<Informer>(*client_, kSlices, options, handlers, system_clock_,
-                                           random_);
+    informer_ = std::make_unique<Informer>(*client_, kSlices, options, handlers, clock, random_);
     thread_ = std::thread([this] { run_status_ = informer_->Run(stop_); });
   }
   void StopInformer() {
@@ -181,6 +183,27 @@ TEST_F(InformerSimTest, ExpiredWatchRelists) {
   ASSERT_TRUE(WaitFor([&] { return informer_->stats().gone >= 1 && informer_->stats().lists >= 2; }));
   EXPECT_EQ(CachedNames(), (std::set<std::string>{"a"}));
   EXPECT_THAT(TakeLog(), ElementsAre("add a")) << "a re-list of unchanged objects reports nothing";
+}
+
+TEST_F(InformerSimTest, RepeatedGoneBacksOffInsteadOfSpinning) {
+  Create("n1", "a");
+  sim::Fault gone;
+  gone.query_contains = "watch=true";
+  gone.status = 410;
+  gone.reason = "Expired";
+  gone.count = -1;
+  state_->AddFault(gone);
+  kube::FakeClock clock(std::chrono::milliseconds(1));
+  StartInformer(clock);
+  ASSERT_TRUE(WaitFor([&] { return informer_->stats().gone >= 5; }));
+  StopInformer();
+  // The first 410 re-lists at once; every further one in a row waits first.
+  const kube::InformerStats stats = informer_->stats();
+  EXPECT_EQ(clock.sleeps().size(), stats.gone - 1);
+  // Each 410 re-lists (the last re-list may have happened just before the stop).
+  EXPECT_GE(stats.lists, stats.gone);
+  EXPECT_LE(stats.lists, stats.gone + 1);
+  EXPECT_TRUE(kube::IsGone(run_status_));
 }
 
 }  // namespace

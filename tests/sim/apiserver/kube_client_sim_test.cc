@@ -153,6 +153,22 @@ TEST_F(KubeClientSimTest, InvalidSliceIsRefusedNamingTheField) {
   EXPECT_THAT(r.status().message(), HasSubstr("spec.devices: Too many: 129"));
 }
 
+TEST_F(KubeClientSimTest, StrictFieldValidationRefusesUnknownFields) {
+  ClientOptions options;
+  options.strict_field_validation = true;
+  auto client = NewClient({}, options);
+  JsonObject slice = ParseOrDie(Slice("n1", GroupedDevice(0, 4)));
+  slice.doc()["spec"].AddMember("poolz", 1, slice.allocator());
+  EXPECT_THAT(client->Create(kResourceSlicesPath, slice),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("HTTP 400 BadRequest: strict decoding error: unknown field \"spec.poolz\"")));
+  // Without it the server drops the field and warns.
+  Result<JsonObject> created = NewClient()->Create(kResourceSlicesPath, slice);
+  ASSERT_THAT(created, IsOk());
+  EXPECT_EQ(created->Find("spec.poolz"), nullptr);
+  EXPECT_THAT(state_->Warnings(), ElementsAre("unknown field \"spec.poolz\""));
+}
+
 TEST_F(KubeClientSimTest, ListWithFieldSelector) {
   auto client = NewClient();
   for (const auto& [node, driver] : std::vector<std::pair<std::string, std::string>>{
@@ -370,10 +386,10 @@ TEST_F(KubeClientSimTest, WatchDeliversEventsAndBookmarksAndResumes) {
     return false;  // one event is enough
   }), IsOk());
   EXPECT_THAT(replay, ElementsAre(WatchEventType::kDeleted));
-  EXPECT_TRUE(std::any_of(state_->Requests().begin(), state_->Requests().end(),
-                          [](const sim::RecordedRequest& r) {
-                            return r.query.find("allowWatchBookmarks=true") != std::string::npos;
-                          }));
+  const std::vector<sim::RecordedRequest> requests = state_->Requests();
+  EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [](const sim::RecordedRequest& r) {
+    return r.query.find("allowWatchBookmarks=true") != std::string::npos;
+  }));
 }
 
 TEST_F(KubeClientSimTest, WatchEndsNormallyAtTimeoutSeconds) {

@@ -199,6 +199,9 @@ void ServeConnection(Stream& stream, SimState& state, const SimServerOptions& op
                                           req.version()};
     res.set(http::field::content_type, "application/json");
     if (!response.retry_after.empty()) res.set(http::field::retry_after, response.retry_after);
+    for (const std::string& w : response.warnings) {
+      res.insert(http::field::warning, "299 - \"" + w + "\"");
+    }
     res.keep_alive(req.keep_alive());
     res.body() = std::move(response.body);
     res.prepare_payload();

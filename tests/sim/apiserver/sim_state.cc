@@ -82,7 +82,7 @@ std::string Now3339() {
 
 SimResponse Error(int code, const std::string& reason, const std::string& message,
                   const std::string& details = "") {
-  return {code, SimState::StatusJson(code, reason, message, details), "", false};
+  return {code, SimState::StatusJson(code, reason, message, details), "", false, {}};
 }
 
 SimResponse NotFoundSlice(const std::string& name) {
@@ -393,7 +393,7 @@ SimResponse SimState::Handle(const SimRequest& request) {
     return {200,
             "{\"major\":\"1\",\"minor\":\"34\",\"gitVersion\":\"v1.34.0-dracpu-sim\","
             "\"platform\":\"linux/amd64\"}",
-            "", false};
+            "", false, {}};
   }
   if (path.rfind(kNodesPrefix, 0) == 0) {
     const std::string name = path.substr(std::string(kNodesPrefix).size());
@@ -404,7 +404,7 @@ SimResponse SimState::Handle(const SimRequest& request) {
       return Error(404, "NotFound", "nodes \"" + name + "\" not found",
                    "{\"name\":" + JsonString(name) + ",\"kind\":\"nodes\"}");
     }
-    return {200, it->second, "", false};
+    return {200, it->second, "", false, {}};
   }
   if (path == kSlicesPrefix) return HandleSlices(request, "", q);
   if (path.rfind(std::string(kSlicesPrefix) + "/", 0) == 0) {
@@ -433,7 +433,7 @@ SimResponse SimState::Handle(const SimRequest& request) {
                      "{\"name\":" + JsonString(name) +
                          ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceclaims\"}");
       }
-      return {200, it->second, "", false};
+      return {200, it->second, "", false, {}};
     }
   }
   return Error(404, "NotFound", "the server could not find the requested resource");
@@ -442,7 +442,9 @@ SimResponse SimState::Handle(const SimRequest& request) {
 SimResponse SimState::HandleSlices(const SimRequest& request, const std::string& name,
                                    const std::map<std::string, std::string>& q) {
   if (name.empty()) {
-    if (request.method == "POST") return CreateSlice(request.body);
+    auto fv = q.find("fieldValidation");
+    const bool strict = fv != q.end() && fv->second == "Strict";
+    if (request.method == "POST") return CreateSlice(request.body, strict);
     if (request.method != "GET") return Error(405, "MethodNotAllowed", "method not allowed");
     std::vector<SelectorTerm> selector;
     auto fs = q.find("fieldSelector");
@@ -466,20 +468,46 @@ SimResponse SimState::HandleSlices(const SimRequest& request, const std::string&
             "{\"kind\":\"ResourceSliceList\",\"apiVersion\":\"resource.k8s.io/v1\","
             "\"metadata\":{\"resourceVersion\":\"" +
                 std::to_string(rv_) + "\"},\"items\":[" + items + "]}",
-            "", false};
+            "", false, {}};
   }
   if (request.method == "GET") {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = slices_.find(name);
     if (it == slices_.end()) return NotFoundSlice(name);
-    return {200, it->second, "", false};
+    return {200, it->second, "", false, {}};
   }
-  if (request.method == "PUT") return UpdateSlice(name, request.body);
+  if (request.method == "PUT") {
+    auto fv = q.find("fieldValidation");
+    return UpdateSlice(name, request.body, fv != q.end() && fv->second == "Strict");
+  }
   if (request.method == "DELETE") return DeleteSlice(name, request.body);
   return Error(405, "MethodNotAllowed", "method not allowed");
 }
 
-SimResponse SimState::CreateSlice(const std::string& body) {
+std::vector<std::string> SimState::Warnings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warnings_;
+}
+
+std::optional<SimResponse> SimState::PruneOrRefuse(Document& doc, bool strict,
+                                                   std::vector<std::string>* warnings) {
+  const std::vector<std::string> unknown = PruneUnknownSliceFields(doc, doc.GetAllocator());
+  if (unknown.empty()) return std::nullopt;
+  if (strict) {
+    std::string message = "strict decoding error: ";
+    for (size_t i = 0; i < unknown.size(); ++i) {
+      message += (i ? ", " : "") + std::string("unknown field \"") + unknown[i] + "\"";
+    }
+    return Error(400, "BadRequest", message);
+  }
+  for (const std::string& f : unknown) {
+    warnings->push_back("unknown field \"" + f + "\"");
+    warnings_.push_back(warnings->back());
+  }
+  return std::nullopt;
+}
+
+SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
   Document doc;
   if (!ParseObject(body, &doc)) {
     return Error(400, "BadRequest", "the request body is not a JSON object");
@@ -493,6 +521,8 @@ SimResponse SimState::CreateSlice(const std::string& body) {
                      " " + api_version);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> warnings;
+  if (auto refused = PruneOrRefuse(doc, strict, &warnings)) return *refused;
   Value& metadata = EnsureObject(doc, doc, "metadata");
   std::string name = GetString(doc, "metadata", "name");
   const std::string generate_name = GetString(doc, "metadata", "generateName");
@@ -530,10 +560,10 @@ SimResponse SimState::CreateSlice(const std::string& body) {
   const std::string json = ToJson(doc);
   slices_[name] = json;
   AppendEvent("ADDED", json);
-  return {201, json, "", false};
+  return {201, json, "", false, warnings};
 }
 
-SimResponse SimState::UpdateSlice(const std::string& name, const std::string& body) {
+SimResponse SimState::UpdateSlice(const std::string& name, const std::string& body, bool strict) {
   Document doc;
   if (!ParseObject(body, &doc)) {
     return Error(400, "BadRequest", "the request body is not a JSON object");
@@ -559,6 +589,8 @@ SimResponse SimState::UpdateSlice(const std::string& name, const std::string& bo
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again");
   }
+  std::vector<std::string> warnings;
+  if (auto refused = PruneOrRefuse(doc, strict, &warnings)) return *refused;
   std::vector<FieldError> errors = ValidateResourceSlice(doc, &old);
   if (!errors.empty()) return Invalid(name, errors);
   Value& metadata = EnsureObject(doc, doc, "metadata");
@@ -582,7 +614,7 @@ SimResponse SimState::UpdateSlice(const std::string& name, const std::string& bo
   const std::string json = ToJson(doc);
   it->second = json;
   AppendEvent("MODIFIED", json);
-  return {200, json, "", false};
+  return {200, json, "", false, warnings};
 }
 
 SimResponse SimState::DeleteSlice(const std::string& name, const std::string& body) {
@@ -614,7 +646,7 @@ SimResponse SimState::DeleteSlice(const std::string& name, const std::string& bo
   SetString(doc, EnsureObject(doc, doc, "metadata"), "resourceVersion", std::to_string(++rv_));
   const std::string json = ToJson(doc);
   AppendEvent("DELETED", json);
-  return {200, json, "", false};
+  return {200, json, "", false, {}};
 }
 
 SimState::WatchStart SimState::StartWatch(const std::string& target) {
@@ -724,11 +756,11 @@ SimResponse SimState::HandleAdmin(const SimRequest& request, const std::string& 
       out += "{\"method\":" + JsonString(r.method) + ",\"path\":" + JsonString(r.path) +
              ",\"query\":" + JsonString(r.query) + ",\"status\":" + std::to_string(r.status) + "}";
     }
-    return {200, out + "]", "", false};
+    return {200, out + "]", "", false, {}};
   }
   if (path == "/_sim/requests" && request.method == "DELETE") {
     ClearRequests();
-    return {200, ok, "", false};
+    return {200, ok, "", false, {}};
   }
   if (path == "/_sim/faults" && request.method == "POST") {
     Fault f;
@@ -751,39 +783,39 @@ SimResponse SimState::HandleAdmin(const SimRequest& request, const std::string& 
     f.delay = std::chrono::milliseconds(integer("delayMs", 0));
     f.count = static_cast<int>(integer("count", 1));
     AddFault(f);
-    return {200, ok, "", false};
+    return {200, ok, "", false, {}};
   }
   if (path == "/_sim/faults" && request.method == "DELETE") {
     ClearFaults();
-    return {200, ok, "", false};
+    return {200, ok, "", false, {}};
   }
   if (path == "/_sim/nodes" && request.method == "POST") {
     if (str("name").empty()) return Error(400, "BadRequest", "name is required");
     const std::string uid = AddNode(str("name"), str("uid"));
-    return {200, "{\"uid\":" + JsonString(uid) + "}", "", false};
+    return {200, "{\"uid\":" + JsonString(uid) + "}", "", false, {}};
   }
   if (path == "/_sim/resourceclaims" && request.method == "POST") {
     if (!PutResourceClaim(request.body)) {
       return Error(400, "BadRequest", "a ResourceClaim with metadata.namespace and name is required");
     }
-    return {200, ok, "", false};
+    return {200, ok, "", false, {}};
   }
   if (request.method == "POST") {
     if (path == "/_sim/compact") {
       CompactHistory();
-      return {200, ok, "", false};
+      return {200, ok, "", false, {}};
     }
     if (path == "/_sim/expire-watches") {
       ExpireWatches();
-      return {200, ok, "", false};
+      return {200, ok, "", false, {}};
     }
     if (path == "/_sim/bookmark") {
       RequestBookmarks();
-      return {200, ok, "", false};
+      return {200, ok, "", false, {}};
     }
     if (path == "/_sim/token") {
       SetToken(str("token"));
-      return {200, ok, "", false};
+      return {200, ok, "", false, {}};
     }
   }
   return Error(404, "NotFound", "unknown simulator endpoint " + request.method + " " + path);

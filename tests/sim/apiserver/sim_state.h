@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <rapidjson/document.h>
+
 namespace dracpu::sim {
 
 struct SimRequest {
@@ -33,6 +35,7 @@ struct SimResponse {
   std::string body;
   std::string retry_after;
   bool drop_connection = false;  // close without answering
+  std::vector<std::string> warnings;  // sent as "Warning: 299 - \"...\"" headers
 };
 
 struct RecordedRequest {
@@ -111,6 +114,9 @@ class SimState {
   void RequestBookmarks();
   std::vector<RecordedRequest> Requests() const;
   void ClearRequests();
+  // "unknown field \"spec.x\"" for every field dropped from a written slice (see
+  // PruneUnknownSliceFields); a publisher test expects none.
+  std::vector<std::string> Warnings() const;
 
   // --- Serving (SimApiServer) ---
   // The fault for this request, if any (consumes one of its count).
@@ -157,8 +163,12 @@ class SimState {
   SimResponse HandleSlices(const SimRequest& request, const std::string& name,
                            const std::map<std::string, std::string>& query);
   SimResponse HandleAdmin(const SimRequest& request, const std::string& path);
-  SimResponse CreateSlice(const std::string& body);
-  SimResponse UpdateSlice(const std::string& name, const std::string& body);
+  // `strict`: fieldValidation=Strict (unknown fields -> 400 instead of a warning).
+  SimResponse CreateSlice(const std::string& body, bool strict);
+  SimResponse UpdateSlice(const std::string& name, const std::string& body, bool strict);
+  // Drops unknown fields (mu_ held): the warnings, or a 400 when strict.
+  std::optional<SimResponse> PruneOrRefuse(rapidjson::Document& doc, bool strict,
+                                           std::vector<std::string>* warnings);
   SimResponse DeleteSlice(const std::string& name, const std::string& body);
   void AppendEvent(const std::string& type, const std::string& object_json);  // mu_ held
   std::string NewUid();                                                        // mu_ held
@@ -175,6 +185,7 @@ class SimState {
   std::deque<SimWatchEvent> history_;
   std::vector<Fault> faults_;
   std::vector<RecordedRequest> requests_;
+  std::vector<std::string> warnings_;
   std::string token_;
   uint64_t expire_epoch_ = 0;
   uint64_t bookmark_epoch_ = 0;

@@ -67,6 +67,35 @@ TEST(SimStateTest, InvalidSliceIs422WithACauseNamingTheField) {
   EXPECT_THAT(s.ResourceSlices(), SizeIs(0));
 }
 
+TEST(SimStateTest, UnknownFieldsAreDroppedWithAWarningOrRefusedWhenStrict) {
+  SimState s;
+  std::string slice = Slice("n1", GroupedDevice(0, 4), "s1");
+  // A typo in a device field and an unknown top-level spec field.
+  slice.replace(slice.find("\"allowMultipleAllocations\""), 26, "\"allowMultipleAllocation\"");
+  slice.replace(slice.find("\"driver\""), 8, "\"colour\":\"red\",\"driver\"");
+  SimResponse strict = Do(s, "POST", std::string(kSlices) + "?fieldValidation=Strict", slice);
+  EXPECT_EQ(strict.status, 400);
+  EXPECT_THAT(strict.body, HasSubstr("strict decoding error: unknown field \\\"spec.colour\\\""));
+  EXPECT_THAT(strict.body, HasSubstr("spec.devices[0].allowMultipleAllocation"));
+  SimResponse lenient = Do(s, "POST", kSlices, slice);
+  ASSERT_EQ(lenient.status, 201) << lenient.body;
+  EXPECT_THAT(lenient.warnings, ::testing::ElementsAre("unknown field \"spec.colour\"",
+                                                       "unknown field \"spec.devices[0].allowMultipleAllocation\""));
+  EXPECT_THAT(lenient.body, ::testing::Not(HasSubstr("colour")));
+  EXPECT_THAT(s.Warnings(), SizeIs(2));
+}
+
+TEST(SimStateTest, OwnerReferencesAreValidated) {
+  SimState s;
+  std::string slice = Slice("n1", "", "s1");
+  slice.replace(slice.find("{\"name\":\"s1\"}"), 13,
+                "{\"name\":\"s1\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Node\","
+                "\"name\":\"n1\",\"controller\":true}]}");
+  SimResponse r = Do(s, "POST", kSlices, slice);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_THAT(r.body, HasSubstr("metadata.ownerReferences[0].uid"));
+}
+
 TEST(SimStateTest, UpdateNeedsTheCurrentResourceVersion) {
   SimState s;
   SimResponse created = Do(s, "POST", kSlices, Slice("n1", "", "s1"));

@@ -1,6 +1,7 @@
 #include "tests/sim/apiserver/validation.h"
 
 #include <cctype>
+#include <map>
 #include <regex>
 #include <set>
 #include <string_view>
@@ -266,7 +267,136 @@ std::string StringAt(const Value& v, const char* a, const char* b = nullptr) {
   return x != nullptr && x->IsString() ? std::string(x->GetString()) : std::string();
 }
 
+// A JSON shape: known members (nullptr = any value), array items, or map values.
+struct Shape {
+  std::map<std::string, const Shape*> members;
+  const Shape* items = nullptr;   // for arrays of objects
+  const Shape* values = nullptr;  // for maps with free keys
+  bool is_map = false;
+};
+
+const Shape& SliceShape() {
+  static const Shape* const shape = [] {
+    auto* range = new Shape{{{"min", nullptr}, {"max", nullptr}, {"step", nullptr}}};
+    auto* policy = new Shape{{{"default", nullptr}, {"validValues", nullptr}, {"validRange", range}}};
+    auto* capacity = new Shape{{{"value", nullptr}, {"requestPolicy", policy}}};
+    auto* attribute = new Shape{{{"int", nullptr}, {"bool", nullptr}, {"string", nullptr},
+                                 {"version", nullptr}, {"ints", nullptr}, {"bools", nullptr},
+                                 {"strings", nullptr}, {"versions", nullptr}}};
+    auto* attributes = new Shape{{}, nullptr, attribute, true};
+    auto* capacities = new Shape{{}, nullptr, capacity, true};
+    auto* device = new Shape{{{"name", nullptr},
+                              {"attributes", attributes},
+                              {"capacity", capacities},
+                              {"allowMultipleAllocations", nullptr},
+                              {"consumesCounters", nullptr},
+                              {"nodeName", nullptr},
+                              {"nodeSelector", nullptr},
+                              {"allNodes", nullptr},
+                              {"taints", nullptr},
+                              {"bindsToNode", nullptr},
+                              {"bindingConditions", nullptr},
+                              {"bindingFailureConditions", nullptr},
+                              {"nodeAllocatableResources", nullptr},
+                              {"nodeAllocatableResourceMappings", nullptr}}};
+    auto* devices = new Shape{{}, device};
+    auto* pool = new Shape{{{"name", nullptr}, {"generation", nullptr}, {"resourceSliceCount", nullptr}}};
+    auto* spec = new Shape{{{"driver", nullptr},
+                            {"pool", pool},
+                            {"nodeName", nullptr},
+                            {"nodeSelector", nullptr},
+                            {"allNodes", nullptr},
+                            {"perDeviceNodeSelection", nullptr},
+                            {"devices", devices},
+                            {"sharedCounters", nullptr},
+                            {"partitionTypeAttribute", nullptr},
+                            {"skipNodeOperations", nullptr}}};
+    auto* owner = new Shape{{{"apiVersion", nullptr}, {"kind", nullptr}, {"name", nullptr},
+                             {"uid", nullptr}, {"controller", nullptr},
+                             {"blockOwnerDeletion", nullptr}}};
+    auto* owners = new Shape{{}, owner};
+    auto* metadata = new Shape{{{"name", nullptr},
+                                {"generateName", nullptr},
+                                {"namespace", nullptr},
+                                {"selfLink", nullptr},
+                                {"uid", nullptr},
+                                {"resourceVersion", nullptr},
+                                {"generation", nullptr},
+                                {"creationTimestamp", nullptr},
+                                {"deletionTimestamp", nullptr},
+                                {"deletionGracePeriodSeconds", nullptr},
+                                {"labels", nullptr},
+                                {"annotations", nullptr},
+                                {"ownerReferences", owners},
+                                {"finalizers", nullptr},
+                                {"managedFields", nullptr}}};
+    return new Shape{{{"apiVersion", nullptr}, {"kind", nullptr}, {"metadata", metadata},
+                      {"spec", spec}}};
+  }();
+  return *shape;
+}
+
+void Prune(Value& v, const Shape& shape, const std::string& path,
+           rapidjson::Document::AllocatorType& allocator, std::vector<std::string>& removed) {
+  if (shape.items != nullptr) {
+    if (!v.IsArray()) return;
+    for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+      Prune(v[i], *shape.items, path + "[" + std::to_string(i) + "]", allocator, removed);
+    }
+    return;
+  }
+  if (!v.IsObject()) return;
+  if (shape.is_map) {
+    for (auto& m : v.GetObject()) {
+      Prune(m.value, *shape.values, path + "[" + m.name.GetString() + "]", allocator, removed);
+    }
+    return;
+  }
+  for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
+    const std::string key = it->name.GetString();
+    const std::string child = path.empty() ? key : path + "." + key;
+    auto known = shape.members.find(key);
+    if (known == shape.members.end()) {
+      removed.push_back(child);
+      it = v.EraseMember(it);
+      continue;
+    }
+    if (known->second != nullptr) Prune(it->value, *known->second, child, allocator, removed);
+    ++it;
+  }
+}
+
+void ValidateOwnerReferences(const Value& slice, Errors& e) {
+  const Value* metadata = Member(slice, "metadata");
+  const Value* owners = metadata == nullptr ? nullptr : Member(*metadata, "ownerReferences");
+  if (owners == nullptr) return;
+  if (!owners->IsArray()) {
+    e.Invalid("metadata.ownerReferences", DescribeValue(*owners), "must be a list");
+    return;
+  }
+  int controllers = 0;
+  for (rapidjson::SizeType i = 0; i < owners->Size(); ++i) {
+    const Value& o = (*owners)[i];
+    const std::string f = "metadata.ownerReferences[" + std::to_string(i) + "]";
+    for (const char* k : {"apiVersion", "kind", "name", "uid"}) {
+      if (StringAt(o, k).empty()) e.Invalid(f + "." + k, "\"\"", std::string(k) + " must not be empty");
+    }
+    const Value* controller = Member(o, "controller");
+    if (controller != nullptr && controller->IsBool() && controller->GetBool()) ++controllers;
+  }
+  if (controllers > 1) {
+    e.Invalid("metadata.ownerReferences", "[...]", "Only one reference can have Controller set to true");
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> PruneUnknownSliceFields(rapidjson::Value& slice,
+                                                 rapidjson::Document::AllocatorType& allocator) {
+  std::vector<std::string> removed;
+  Prune(slice, SliceShape(), "", allocator, removed);
+  return removed;
+}
 
 std::string FieldError::ToString() const { return field + ": " + type + (detail.empty() ? "" : ": " + detail); }
 
@@ -309,6 +439,7 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
               "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
               "characters, '-' or '.', and must start and end with an alphanumeric character");
   }
+  ValidateOwnerReferences(slice, e);
   const Value* spec = Member(slice, "spec");
   if (spec == nullptr || !spec->IsObject()) {
     e.Required("spec");

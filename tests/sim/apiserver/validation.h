@@ -23,6 +23,14 @@ struct FieldError {
 std::vector<FieldError> ValidateResourceSlice(const rapidjson::Value& slice,
                                               const rapidjson::Value* old_slice);
 
+// Removes the fields a v1 ResourceSlice does not have (as the API server's decoder drops them)
+// and returns their paths ("spec.devices[0].atributes"). With fieldValidation=Strict the server
+// refuses such an object instead; by default it stores the rest and sends a Warning header.
+// Maps with free-form keys (labels, attributes, capacity) and alpha-feature objects whose shape
+// varies by version (nodeSelector, taints, counters, nodeAllocatableResources) are not inspected.
+std::vector<std::string> PruneUnknownSliceFields(rapidjson::Value& slice,
+                                                 rapidjson::Document::AllocatorType& allocator);
+
 // Name rules shared with the server (metadata.name of slices: DNS subdomain).
 bool IsDnsLabel(const std::string& s);      // RFC 1123 label, <= 63
 bool IsDnsSubdomain(const std::string& s);  // RFC 1123 subdomain, <= 253
