@@ -218,6 +218,13 @@ Result<ClusterConfig> LoadKubeconfig(const FileSystem& fs, std::string_view path
   }
   RETURN_IF_ERROR(CheckServer(config.server, where + ": " + cluster_key));
   config.server = TrimSlash(config.server);
+  // Settings that would change where or how we connect: refusing them is safer than ignoring.
+  for (std::string_view key : {"proxy-url", "tls-server-name"}) {
+    if (cluster->Get(key) != nullptr) {
+      return r.Error(StatusCode::kUnimplemented, cluster_key + "." + std::string(key),
+                     "not supported by dracpu's client");
+    }
+  }
   ASSIGN_OR_RETURN(config.tls.ca_pem, r.DataOrFile(*cluster, cluster_key, "certificate-authority",
                                                    "certificate-authority-data"));
   ASSIGN_OR_RETURN(std::string insecure,
@@ -238,6 +245,12 @@ Result<ClusterConfig> LoadKubeconfig(const FileSystem& fs, std::string_view path
       return r.Error(StatusCode::kUnimplemented, user_key + "." + std::string(plugin),
                      "credential plugins are not supported; use a token, a token file or a "
                      "client certificate");
+    }
+  }
+  for (std::string_view key : {"as", "as-uid", "as-groups", "as-user-extra"}) {
+    if (user->Get(key) != nullptr) {
+      return r.Error(StatusCode::kUnimplemented, user_key + "." + std::string(key),
+                     "impersonation is not supported by dracpu's client");
     }
   }
   if (user->Get("username") != nullptr || user->Get("password") != nullptr) {

@@ -36,6 +36,9 @@ Result<ClusterConfig> InClusterConfig(const FileSystem& fs, std::string_view hos
                                       std::string_view sa_dir = kServiceAccountDir);
 
 // A kubeconfig file: `context` (or current-context when empty) picks the cluster and user.
+// `path` is a FileSystem path (root-relative): main makes a relative --kubeconfig absolute.
+// Refused with UNIMPLEMENTED: exec/auth-provider plugins, basic auth, impersonation (as*),
+// proxy-url and tls-server-name.
 // Relative file paths in it are relative to the kubeconfig's directory, as kubectl does.
 // Supported: server (https or http), certificate-authority[-data], insecure-skip-tls-verify,
 // token, tokenFile (wins over token, and is re-read), client-certificate[-data],

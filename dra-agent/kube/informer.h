@@ -7,7 +7,9 @@
 // errors wait with capped exponential backoff (injected Clock), never hot-looping; the backoff
 // resets after a watch that delivered events or ended normally.
 //
-// Handlers run on the Run() thread, after the cache is updated. Snapshot()/synced() may be
+// Handlers run on the Run() thread, after the cache is updated, inside the watch's read loop:
+// keep them short (mark the pool dirty and wake a worker). They may call KubeClient and
+// Snapshot(), but the watch stream is not read meanwhile. Snapshot()/synced()/stats() may be
 // called from any thread.
 #pragma once
 

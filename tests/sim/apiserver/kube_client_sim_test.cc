@@ -14,6 +14,7 @@
 #include "dra-agent/kube/fake_clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/resources.h"
+#include "tests/sim/apiserver/base64.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/sim/apiserver/slice_fixtures.h"
@@ -559,6 +560,33 @@ TEST_F(KubeClientHttpsTest, KubeconfigFilesEndToEnd) {
   auto client = NewClient(*config);
   ASSERT_THAT(client->Get(kube::kVersionPath), IsOk());
   EXPECT_EQ(state_->Requests().at(0).authorization, "Bearer from-file");
+}
+
+TEST_F(KubeClientHttpsTest, KubeconfigDataEndToEnd) {
+  StartTls(true);
+  const std::string kubeconfig = dir_.Write(
+      "kubeconfig-data",
+      "current-context: sim\n"
+      "clusters:\n- name: sim\n  cluster:\n    server: " + server_->url() +
+          "\n    certificate-authority-data: " + sim::Base64Encode(server_cert_.cert_pem) +
+          "\nusers:\n- name: me\n  user:\n"
+          "    client-certificate-data: " + sim::Base64Encode(client_cert_.cert_pem) +
+          "\n    client-key-data: " + sim::Base64Encode(client_cert_.key_pem) +
+          "\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: me\n");
+  Result<ClusterConfig> config = kube::LoadKubeconfig(*fs_, kubeconfig);
+  ASSERT_THAT(config, IsOk());
+  EXPECT_THAT(NewClient(*config)->Get(kube::kVersionPath), IsOk());
+}
+
+TEST_F(KubeClientSimTest, PlainHttpKubeconfigAsBehindKubectlProxy) {
+  const std::string kubeconfig = dir_.Write(
+      "kubeconfig", "current-context: proxy\nclusters:\n- name: p\n  cluster:\n    server: " +
+                        server_->url() +
+                        "/\ncontexts:\n- name: proxy\n  context:\n    cluster: p\n");
+  Result<ClusterConfig> config = kube::LoadKubeconfig(*fs_, kubeconfig);
+  ASSERT_THAT(config, IsOk());
+  EXPECT_THAT(NewClient(*config)->Get(kube::kVersionPath), IsOk());
+  EXPECT_EQ(state_->Requests().at(0).authorization, "");
 }
 
 }  // namespace

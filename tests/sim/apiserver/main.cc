@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/sim/apiserver/base64.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/sim/apiserver/test_certs.h"
 
@@ -26,26 +27,6 @@ constexpr char kUsage[] =
     "  --kubeconfig-out FILE   write a kubeconfig for clients of this server\n"
     "  --node NAME[=UID]       seed a Node (repeatable)\n"
     "  --bookmark-interval-ms N  BOOKMARK period of watches (default 1000)\n";
-
-std::string Base64(const std::string& in) {
-  static constexpr char kTable[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8) |
-                       static_cast<uint8_t>(in[i + 2]);
-    for (int s : {18, 12, 6, 0}) out.push_back(kTable[(n >> s) & 63]);
-  }
-  if (i + 1 == in.size()) {
-    const uint32_t n = static_cast<uint8_t>(in[i]) << 16;
-    out += std::string{kTable[(n >> 18) & 63], kTable[(n >> 12) & 63], '=', '='};
-  } else if (i + 2 == in.size()) {
-    const uint32_t n = (static_cast<uint8_t>(in[i]) << 16) | (static_cast<uint8_t>(in[i + 1]) << 8);
-    out += std::string{kTable[(n >> 18) & 63], kTable[(n >> 12) & 63], kTable[(n >> 6) & 63], '='};
-  }
-  return out;
-}
 
 int Fail(const std::string& message) {
   std::cerr << "dracpu-sim-apiserver: " << message << "\n";
@@ -123,7 +104,7 @@ int main(int argc, char** argv) {
     if (!options.tls_cert_file.empty()) {
       std::ifstream cert(options.tls_cert_file);
       const std::string pem((std::istreambuf_iterator<char>(cert)), std::istreambuf_iterator<char>());
-      out << "    certificate-authority-data: " << Base64(pem) << "\n";
+      out << "    certificate-authority-data: " << dracpu::sim::Base64Encode(pem) << "\n";
     }
     out << "users:\n- name: sim\n  user:\n";
     if (!token.empty()) {
