@@ -185,6 +185,22 @@ TEST_F(InformerSimTest, ExpiredWatchRelists) {
   EXPECT_THAT(TakeLog(), ElementsAre("add a")) << "a re-list of unchanged objects reports nothing";
 }
 
+TEST_F(InformerSimTest, DroppedWatchResumesWithoutRelisting) {
+  Create("n1", "a");
+  StartInformer();
+  ASSERT_TRUE(WaitFor([&] { return informer_->synced() && informer_->stats().watches >= 1; }));
+  TakeLog();
+  // Make sure the watch is established before cutting it: a created object arrives through it.
+  Create("n1", "b");
+  ASSERT_TRUE(WaitFor([&] { return LogSize() >= 1; }));
+  state_->DropWatches();
+  Create("n1", "c");  // while the informer is reconnecting, or just after
+  ASSERT_TRUE(WaitFor([&] { return LogSize() >= 2; }));
+  EXPECT_THAT(TakeLog(), ElementsAre("add b", "add c"));
+  EXPECT_EQ(informer_->stats().lists, 1u) << "resumed from its version, no re-list";
+  EXPECT_GE(informer_->stats().watches, 2u);
+}
+
 TEST_F(InformerSimTest, RepeatedGoneBacksOffInsteadOfSpinning) {
   Create("n1", "a");
   sim::Fault gone;

@@ -122,8 +122,10 @@ void ServeWatch(Stream& stream, SimState& state, const SimRequest& request,
     // Wake at least every 200 ms to notice Stop().
     const auto until = std::min({deadline, next_bookmark, t + std::chrono::milliseconds(200)});
     SimState::WatchWake wake =
-        state.WaitForEvents(start.selector, &after, &expire_epoch, &bookmark_epoch, until);
-    if (stopping.load()) return;  // an abrupt end, as when the server dies
+        state.WaitForEvents(start.selector, &after, &expire_epoch, &bookmark_epoch,
+                            start.drop_epoch, until);
+    // An abrupt end (no final chunk), as when the server dies or the network fails.
+    if (stopping.load() || wake.dropped) return;
     for (const SimWatchEvent& e : wake.events) {
       if (!WriteChunk(stream, "{\"type\":\"" + e.type + "\",\"object\":" + e.object_json + "}\n")) {
         return;

@@ -313,6 +313,12 @@ void SimState::ExpireWatches() {
   cv_.notify_all();
 }
 
+void SimState::DropWatches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++drop_epoch_;
+  cv_.notify_all();
+}
+
 void SimState::RequestBookmarks() {
   std::lock_guard<std::mutex> lock(mu_);
   ++bookmark_epoch_;
@@ -678,6 +684,7 @@ SimState::WatchStart SimState::StartWatch(const std::string& target) {
   std::lock_guard<std::mutex> lock(mu_);
   w.expire_epoch = expire_epoch_;
   w.bookmark_epoch = bookmark_epoch_;
+  w.drop_epoch = drop_epoch_;
   if (rv.empty() || rv == "0") {
     for (const auto& [name, json] : slices_) {
       if (MatchesSelector(json, w.selector)) {
@@ -707,7 +714,7 @@ SimState::WatchStart SimState::StartWatch(const std::string& target) {
 
 SimState::WatchWake SimState::WaitForEvents(const std::vector<SelectorTerm>& selector,
                                             int64_t* after, uint64_t* expire_epoch,
-                                            uint64_t* bookmark_epoch,
+                                            uint64_t* bookmark_epoch, uint64_t drop_epoch,
                                             std::chrono::steady_clock::time_point until) {
   WatchWake wake;
   std::unique_lock<std::mutex> lock(mu_);
@@ -716,8 +723,12 @@ SimState::WatchWake SimState::WaitForEvents(const std::vector<SelectorTerm>& sel
     return rv_ > *after && !history_.empty() && history_.back().resource_version > *after
                ? true
                : (expire_epoch_ != *expire_epoch || bookmark_epoch_ != *bookmark_epoch ||
-                  wake_epoch_ != wake_epoch);
+                  wake_epoch_ != wake_epoch || drop_epoch_ != drop_epoch);
   });
+  if (drop_epoch_ != drop_epoch) {
+    wake.dropped = true;
+    return wake;
+  }
   if (expire_epoch_ != *expire_epoch) {
     *expire_epoch = expire_epoch_;
     wake.expired = true;
@@ -807,6 +818,10 @@ SimResponse SimState::HandleAdmin(const SimRequest& request, const std::string& 
     }
     if (path == "/_sim/expire-watches") {
       ExpireWatches();
+      return {200, ok, "", false, {}};
+    }
+    if (path == "/_sim/drop-watches") {
+      DropWatches();
       return {200, ok, "", false, {}};
     }
     if (path == "/_sim/bookmark") {

@@ -110,6 +110,9 @@ class SimState {
   void CompactHistory();
   // Ends every open watch with an ERROR 410 Expired event (as after an etcd compaction).
   void ExpireWatches();
+  // Cuts every open watch connection without a final chunk (a network failure or an apiserver
+  // crash as the client sees it); clients resume from their last version.
+  void DropWatches();
   // Makes every open watch that allows bookmarks send a BOOKMARK now.
   void RequestBookmarks();
   std::vector<RecordedRequest> Requests() const;
@@ -139,6 +142,7 @@ class SimState {
     std::string expired_message;
     uint64_t expire_epoch = 0;
     uint64_t bookmark_epoch = 0;
+    uint64_t drop_epoch = 0;
   };
   WatchStart StartWatch(const std::string& target);
   struct WatchWake {
@@ -146,11 +150,13 @@ class SimState {
     int64_t resource_version = 0;       // current version (for bookmarks)
     bool expired = false;
     bool bookmark = false;
+    bool dropped = false;
   };
   // Waits until there are events after `*after`, a bookmark or expiry is requested, Shutdown(),
-  // or `until`. Advances `*after`, `*expire_epoch`, `*bookmark_epoch`.
+  // DropWatches() since `drop_epoch`, or `until`. Advances `*after`, `*expire_epoch`,
+  // `*bookmark_epoch`.
   WatchWake WaitForEvents(const std::vector<SelectorTerm>& selector, int64_t* after,
-                          uint64_t* expire_epoch, uint64_t* bookmark_epoch,
+                          uint64_t* expire_epoch, uint64_t* bookmark_epoch, uint64_t drop_epoch,
                           std::chrono::steady_clock::time_point until);
   // Wakes all watches so they notice the server is stopping.
   void WakeAll();
@@ -189,6 +195,7 @@ class SimState {
   std::string token_;
   uint64_t expire_epoch_ = 0;
   uint64_t bookmark_epoch_ = 0;
+  uint64_t drop_epoch_ = 0;
   uint64_t wake_epoch_ = 0;
 };
 

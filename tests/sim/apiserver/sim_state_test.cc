@@ -243,18 +243,21 @@ TEST(SimStateTest, WaitForEventsDeliversInOrderAndFilters) {
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "a")).status, 201);
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n2", "", "b")).status, 201);
   ASSERT_TRUE(s.DeleteResourceSlice("a"));
-  SimState::WatchWake wake = s.WaitForEvents(selector, &after, &expire, &bookmark,
+  SimState::WatchWake wake = s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
                                              std::chrono::steady_clock::now());
   ASSERT_THAT(wake.events, SizeIs(2));
   EXPECT_EQ(wake.events[0].type, "ADDED");
   EXPECT_EQ(wake.events[1].type, "DELETED");
   EXPECT_EQ(after, s.resource_version());
   s.RequestBookmarks();
-  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark,
+  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
                               std::chrono::steady_clock::now() + std::chrono::seconds(10)).bookmark);
   s.ExpireWatches();
-  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark,
+  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
                               std::chrono::steady_clock::now() + std::chrono::seconds(10)).expired);
+  s.DropWatches();
+  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).dropped);
 }
 
 }  // namespace
