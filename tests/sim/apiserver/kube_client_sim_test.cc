@@ -507,6 +507,21 @@ class KubeClientHttpsTest : public KubeClientSimTest {
   sim::CertPair server_cert_, client_cert_;
 };
 
+TEST_F(KubeClientHttpsTest, ServerRefusesMissingCertificateFiles) {
+  sim::SimServerOptions options;
+  options.tls_cert_file = dir_.path() + "/nope.crt";
+  options.tls_key_file = dir_.path() + "/server.key";
+  EXPECT_THAT(SimApiServer::Start(options, state_),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("nope.crt")));
+  sim::SimServerOptions taken;
+  taken.port = 0;
+  auto first = SimApiServer::Start(taken, state_);
+  ASSERT_THAT(first, IsOk());
+  taken.port = (*first)->port();
+  EXPECT_THAT(SimApiServer::Start(taken, state_), StatusIs(StatusCode::kUnavailable))
+      << "the port is in use";
+}
+
 TEST_F(KubeClientHttpsTest, BearerTokenOverHttps) {
   StartTls(false);
   state_->SetToken("s3cret");

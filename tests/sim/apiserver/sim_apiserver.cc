@@ -300,6 +300,7 @@ void SimApiServer::Stop() {
   if (!impl_ || impl_->stopping.exchange(true)) return;
   // shutdown(2) on the native fds unblocks accept() and the blocking reads of other threads;
   // asio objects are not touched from this thread while they are in use.
+  if (impl_->acceptor == nullptr) return;  // Start() failed before listening
   ::shutdown(impl_->acceptor->native_handle(), SHUT_RDWR);
   {
     std::lock_guard<std::mutex> lock(impl_->mu);

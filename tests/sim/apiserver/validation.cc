@@ -11,8 +11,9 @@ namespace {
 
 // Upstream limits (resource.k8s.io/v1 types.go).
 constexpr size_t kMaxDevices = 128;
-constexpr size_t kMaxDevicesWithTaintsOrCounters = 64;
+constexpr size_t kMaxDevicesWithTaintsOrCounters = 64;  // also with list attributes
 constexpr size_t kMaxAttributesAndCapacities = 32;
+constexpr size_t kMaxAttributeValuesPerDevice = 48;  // list attributes count each element
 constexpr size_t kMaxAttributeValueLength = 64;
 constexpr size_t kMaxIdLength = 32;
 constexpr size_t kMaxDomainLength = 63;
@@ -218,6 +219,7 @@ void ValidateDevice(const Value& device, const std::string& field, bool per_devi
     e.Duplicate(field + ".name", name->GetString());
   }
   size_t entries = 0;
+  size_t values = 0;
   if (const Value* attrs = Member(device, "attributes")) {
     if (!attrs->IsObject()) {
       e.Invalid(field + ".attributes", DescribeValue(*attrs), "must be a map");
@@ -228,8 +230,17 @@ void ValidateDevice(const Value& device, const std::string& field, bool per_devi
         ValidateQualifiedName(key, f, e);
         ValidateAttribute(m.value, f, e);
         ++entries;
+        size_t n = 1;
+        for (const char* list : {"ints", "bools", "strings", "versions"}) {
+          const Value* v = Member(m.value, list);
+          if (v != nullptr && v->IsArray()) n = v->Size();
+        }
+        values += n;
       }
     }
+  }
+  if (values > kMaxAttributeValuesPerDevice) {
+    e.TooMany(field + ".attributes", values, kMaxAttributeValuesPerDevice);
   }
   if (const Value* caps = Member(device, "capacity")) {
     if (!caps->IsObject()) {
@@ -515,6 +526,13 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
       bool taints_or_counters = false;
       for (const Value& d : devices->GetArray()) {
         if (Member(d, "taints") != nullptr || Member(d, "consumesCounters") != nullptr) taints_or_counters = true;
+        if (const Value* attrs = Member(d, "attributes"); attrs != nullptr && attrs->IsObject()) {
+          for (const auto& m : attrs->GetObject()) {
+            for (const char* list : {"ints", "bools", "strings", "versions"}) {
+              if (Member(m.value, list) != nullptr) taints_or_counters = true;
+            }
+          }
+        }
       }
       const size_t max = taints_or_counters ? kMaxDevicesWithTaintsOrCounters : kMaxDevices;
       if (devices->Size() > max) {

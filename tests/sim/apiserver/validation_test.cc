@@ -81,6 +81,19 @@ INSTANTIATE_TEST_SUITE_P(
                                 ",{\"name\":\"t\",\"taints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}",
                       "s"),
                 "spec.devices", "must have at most 64 items"},
+        BadCase{"TooManyDevicesWithListAttributes",
+                Slice("n1", IndividualDevices(64) +
+                                ",{\"name\":\"l\",\"attributes\":{\"resource.kubernetes.io/pcieRoot\":"
+                                "{\"strings\":[\"pci0000:00\"]}}}",
+                      "s"),
+                "spec.devices", "must have at most 64 items"},
+        BadCase{"TooManyAttributeValues",
+                Slice("n1", Device("d", "{\"x\":{\"ints\":[" + [] {
+                        std::string v;
+                        for (int i = 0; i < 49; ++i) v += (i ? "," : "") + std::to_string(i);
+                        return v;
+                      }() + "]}}"), "s"),
+                "spec.devices[0].attributes", "Too many: 49: must have at most 48 items"},
         BadCase{"DeviceNameNotDnsLabel", Slice("n1", Device("CPU_0", "{}"), "s"),
                 "spec.devices[0].name", "Invalid value: \"CPU_0\""},
         BadCase{"DeviceNameTooLong", Slice("n1", Device(std::string(64, 'a'), "{}"), "s"),
