@@ -8,7 +8,7 @@ MESON_FLAGS ?=
 DEB_PACKAGES := g++ meson ninja-build pkg-config python3 \
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev \
   libboost-dev rapidjson-dev libgoogle-glog-dev libsystemd-dev libcurl4-openssl-dev \
-  libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build test asan bench demo clean
