@@ -316,6 +316,50 @@ TEST_F(RuntimeSimTest, OneFrameOverFourKiBStartingWithAHeaderKillsTheRuntimeServ
   }
 }
 
+TEST_F(RuntimeSimTest, DedicatedRemoveAnsweredUnimplementedFallsBackToStateChangeForGood) {
+  RuntimeOptions options;
+  options.nri_version = "v0.12.0";
+  StartSim(options);
+  RawPlugin raw(*loop_, socket_);
+  int dedicated = 0;
+  std::vector<std::string> state_changes;
+  raw.peer->server().Register(nri::kPluginService, "Configure",
+                              [](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+                                api::ConfigureResponse resp;
+                                resp.set_events(nri::MaskOf(nri::Event::kRemoveContainer));
+                                done(resp.SerializeAsString());
+                              });
+  raw.peer->server().Register(nri::kPluginService, "Synchronize",
+                              [](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+                                done(api::SynchronizeResponse().SerializeAsString());
+                              });
+  raw.peer->server().Register(nri::kPluginService, "RemoveContainer",
+                              [&](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+                                ++dedicated;
+                                done(UnimplementedError("method RemoveContainer"));
+                              });
+  raw.peer->server().Register(nri::kPluginService, "StateChange",
+                              [&](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) {
+                                api::StateChangeEvent ev;
+                                ASSERT_TRUE(ev.ParseFromString(p));
+                                EXPECT_EQ(ev.event(), api::REMOVE_CONTAINER);
+                                state_changes.push_back(ev.container().id());
+                                done(api::Empty().SerializeAsString());
+                              });
+  raw.Register();
+  WaitReady();
+  ASSERT_THAT(Create("a", {}), IsOk());
+  ASSERT_THAT(Create("b", {}), IsOk());
+  for (const char* id : {"a", "b"}) {
+    std::optional<Status> removed;
+    sim_->RemoveContainer(id, [&](const Status& s) { removed = s; });
+    RunUntil([&] { return removed.has_value(); });
+    EXPECT_THAT(*removed, IsOk());
+  }
+  EXPECT_EQ(dedicated, 1);
+  EXPECT_THAT(state_changes, ::testing::ElementsAre("a", "b"));
+}
+
 TEST(NriVersion, MinorTable) {
   const std::pair<const char*, int> cases[] = {
       {"v0.8.0", 8}, {"0.12.1", 12}, {"v0.10", 10}, {"v1.0.0", -1}, {"", -1}, {"unknown", -1}};
