@@ -1,5 +1,6 @@
 #include "tests/sim/runtime/runtime_sim.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -10,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "common/cpu_set.h"
 #include "nri-agent/mux/multiplexer.h"
 #include "nri-agent/nri/convert.h"
 #include "nri-agent/nri/plugin.h"
@@ -317,12 +319,33 @@ void RuntimeSimulator::ApplyUpdate(const nri::CpusetUpdate& update) {
   if (it == containers_.end()) return;
   if (!update.cpuset.cpus.empty()) it->second.container.cpuset.cpus = update.cpuset.cpus;
   if (!update.cpuset.mems.empty()) it->second.container.cpuset.mems = update.cpuset.mems;
+  if (!update.cpuset.cpus.empty()) ApplyAffinity(it->second.container);
+}
+
+void RuntimeSimulator::ApplyAffinity(const nri::Container& container) {
+  if (!options_.apply_affinity || container.pid == 0 || container.cpuset.cpus.empty()) return;
+  Result<CpuSet> cpus = CpuSet::ParseList(container.cpuset.cpus, "container " + container.id);
+  if (!cpus.ok()) {
+    affinity_error_ = cpus.status();
+    return;
+  }
+  cpu_set_t* mask = CPU_ALLOC(CpuSet::kMaxCpus);
+  const size_t size = CPU_ALLOC_SIZE(CpuSet::kMaxCpus);
+  CPU_ZERO_S(size, mask);
+  for (int cpu : cpus->ToVector()) CPU_SET_S(cpu, size, mask);
+  if (::sched_setaffinity(static_cast<pid_t>(container.pid), size, mask) == 0) {
+    ++affinity_applied_;
+  } else {
+    affinity_error_ = ErrnoStatus("sched_setaffinity pid " + std::to_string(container.pid), errno);
+  }
+  CPU_FREE(mask);
 }
 
 void RuntimeSimulator::AddRunning(const nri::Pod& pod, const nri::Container& container) {
   SimContainer c{pod, container};
   c.container.pod_sandbox_id = pod.id;
   c.container.state = nri::ContainerState::kRunning;
+  ApplyAffinity(c.container);
   containers_[container.id] = std::move(c);
 }
 
@@ -358,6 +381,7 @@ void RuntimeSimulator::CreateContainer(const nri::Pod& pod, const nri::Container
     created.container.state = nri::ContainerState::kCreated;
     auto admit = [this, done, finished](SimContainer c) {
       c.container.state = nri::ContainerState::kRunning;
+      ApplyAffinity(c.container);
       containers_[c.container.id] = std::move(c);
       done(Status::Ok());
       finished();

@@ -39,6 +39,9 @@ struct RuntimeOptions {
   std::chrono::milliseconds registration_timeout{5000};
   std::chrono::milliseconds request_timeout{2000};
   bool configure_before_register_reply = true;
+  // Also apply every cpuset the runtime applies to the container's process (pid > 0) with
+  // sched_setaffinity, so tests and the demo show real pinning. cpuset.mems is not applied.
+  bool apply_affinity = false;
 };
 
 struct SimContainer {
@@ -84,6 +87,9 @@ class RuntimeSimulator {
   bool runtime_server_dead() const;  // conn 2 hit ENOMEM
   int sync_chunks() const { return sync_chunks_; }  // requests of the last Synchronize
   const std::map<std::string, SimContainer>& containers() const { return containers_; }
+  // With apply_affinity: how many sched_setaffinity calls succeeded, and the last failure.
+  int affinity_applied() const { return affinity_applied_; }
+  const Status& affinity_error() const { return affinity_error_; }
 
  private:
   class Conn;
@@ -99,6 +105,7 @@ class RuntimeSimulator {
                   std::chrono::milliseconds timeout,
                   std::function<void(Result<std::string>)> done);
   void ApplyUpdate(const nri::CpusetUpdate& update);
+  void ApplyAffinity(const nri::Container& container);
   void ClosePlugin(const Status& reason);
 
   loop::EventLoop& loop_;
@@ -112,6 +119,8 @@ class RuntimeSimulator {
   bool remove_via_state_change_ = false;
   Status last_drop_;
   int sync_chunks_ = 0;
+  int affinity_applied_ = 0;
+  Status affinity_error_;
   std::map<std::string, SimContainer> containers_;
   std::deque<std::function<void(std::function<void()>)>> ops_;
   bool op_running_ = false;

@@ -4,6 +4,9 @@
 #include "tests/sim/runtime/runtime_sim.h"
 
 #include <gmock/gmock.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -358,6 +361,45 @@ TEST_F(RuntimeSimTest, DedicatedRemoveAnsweredUnimplementedFallsBackToStateChang
   }
   EXPECT_EQ(dedicated, 1);
   EXPECT_THAT(state_changes, ::testing::ElementsAre("a", "b"));
+}
+
+TEST_F(RuntimeSimTest, AppliesCpusetsToRealProcessesWhenAsked) {
+  // One CPU this test may run on (a container may not own CPU 0).
+  cpu_set_t own;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(own), &own), 0);
+  int cpu = -1;
+  for (int i = 0; i < CPU_SETSIZE && cpu < 0; ++i) {
+    if (CPU_ISSET(i, &own)) cpu = i;
+  }
+  ASSERT_GE(cpu, 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  RuntimeOptions options;
+  options.apply_affinity = true;
+  StartSim(options);
+  StartPlugin();
+  WaitReady();
+  std::optional<Status> result;
+  nri::Container c;
+  c.id = "real";
+  c.env = {"PIN=" + std::to_string(cpu)};
+  c.pid = static_cast<uint32_t>(child);
+  sim_->CreateContainer(nri::Pod{"sb", "p", "u", "ns", {}, {}}, c,
+                        [&](const Status& s) { result = s; });
+  RunUntil([&] { return result.has_value(); });
+  EXPECT_THAT(*result, IsOk());
+  EXPECT_THAT(sim_->affinity_error(), IsOk());
+  EXPECT_EQ(sim_->affinity_applied(), 1);
+  cpu_set_t got;
+  ASSERT_EQ(::sched_getaffinity(child, sizeof(got), &got), 0);
+  EXPECT_EQ(CPU_COUNT(&got), 1);
+  EXPECT_TRUE(CPU_ISSET(cpu, &got));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
 
 TEST(NriVersion, MinorTable) {
