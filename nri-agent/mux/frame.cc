@@ -37,8 +37,7 @@ FrameHeader DecodeFrameHeader(const char in[kFrameHeaderSize]) {
 Status AppendMessageFrames(uint32_t conn_id, std::string_view message, std::string* out) {
   if (message.size() > kMaxPayloadSize) {
     return InvalidArgumentError("mux message of " + std::to_string(message.size()) +
-                                " bytes exceeds the maximum of " +
-                                std::to_string(kMaxPayloadSize));
+                                " bytes exceeds the maximum of " + std::to_string(kMaxPayloadSize));
   }
   if (message.size() <= kGoReadBufferSize) {
     AppendFrame(conn_id, message, out);
@@ -68,10 +67,10 @@ Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
   while (status.ok() && src.size() - pos >= kFrameHeaderSize) {
     const FrameHeader header = DecodeFrameHeader(src.data() + pos);
     if (header.length > kMaxPayloadSize) {
-      failed_ = DataLossError("mux frame on connection " + std::to_string(header.conn_id) +
-                              " announces " + std::to_string(header.length) +
-                              " bytes, more than the maximum of " +
-                              std::to_string(kMaxPayloadSize));
+      failed_ =
+          DataLossError("mux frame on connection " + std::to_string(header.conn_id) +
+                        " announces " + std::to_string(header.length) +
+                        " bytes, more than the maximum of " + std::to_string(kMaxPayloadSize));
       buffer_.clear();
       consumed_ = 0;
       return failed_;

@@ -106,7 +106,8 @@ void ReconnectingPlugin::UpdateContainers(std::vector<CpusetUpdate> updates,
   }
   std::weak_ptr<ReconnectingPlugin*> weak = self_;
   loop_.AddTimer(std::chrono::nanoseconds(0), [weak, done = std::move(done)]() {
-    if (weak.lock()) done(FailedPreconditionError("UpdateContainers: not connected to the runtime"));
+    if (weak.lock())
+      done(FailedPreconditionError("UpdateContainers: not connected to the runtime"));
   });
 }
 

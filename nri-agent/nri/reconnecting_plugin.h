@@ -49,7 +49,7 @@ class ReconnectingPlugin {
 
   // The current connection's state; kClosed while waiting to reconnect.
   Plugin::State state() const;
-  int connections() const { return connections_; }  // successful connects so far
+  int connections() const { return connections_; }          // successful connects so far
   int failed_attempts() const { return failed_attempts_; }  // connects that failed outright
   const Status& last_error() const { return last_error_; }
   std::chrono::milliseconds next_delay() const { return delay_; }

@@ -110,8 +110,8 @@ class PluginHandler {
 
   // Every pod and container the runtime has (chunks already joined). Returns updates that
   // re-assert cpusets after a plugin or runtime restart.
-  virtual Result<std::vector<CpusetUpdate>> Synchronize(const std::vector<Pod>& pods,
-                                                        const std::vector<Container>& containers) = 0;
+  virtual Result<std::vector<CpusetUpdate>> Synchronize(
+      const std::vector<Pod>& pods, const std::vector<Container>& containers) = 0;
 
   virtual Result<CreateContainerResult> CreateContainer(const Pod& pod,
                                                         const Container& container) = 0;

@@ -44,9 +44,9 @@ Result<std::string> EncodeFrame(uint32_t stream_id, MessageType type, uint8_t fl
                                   std::to_string(kMaxMessageSize));
   }
   std::string frame(kFrameHeaderSize + data.size(), '\0');
-  EncodeFrameHeader(FrameHeader{static_cast<uint32_t>(data.size()), stream_id,
-                                static_cast<uint8_t>(type), flags},
-                    frame.data());
+  EncodeFrameHeader(
+      FrameHeader{static_cast<uint32_t>(data.size()), stream_id, static_cast<uint8_t>(type), flags},
+      frame.data());
   std::copy(data.begin(), data.end(), frame.begin() + kFrameHeaderSize);
   return frame;
 }
@@ -88,8 +88,8 @@ Status FrameDecoder::Feed(std::string_view bytes, std::vector<Frame>* out) {
       continue;
     }
     if (src.size() - pos < kFrameHeaderSize + header.length) break;
-    out->push_back(Frame{header, std::string(src.substr(pos + kFrameHeaderSize, header.length)),
-                         false});
+    out->push_back(
+        Frame{header, std::string(src.substr(pos + kFrameHeaderSize, header.length)), false});
     pos += kFrameHeaderSize + header.length;
   }
   if (direct) {

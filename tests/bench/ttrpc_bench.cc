@@ -47,7 +47,8 @@ double SocketpairRoundTripNs(size_t size) {
   auto move_bytes = [&](int from, int to) {
     size_t sent = 0;
     while (sent < buf.size()) {
-      const ssize_t n = ::write(from, buf.data() + sent, std::min<size_t>(buf.size() - sent, 65536));
+      const ssize_t n =
+          ::write(from, buf.data() + sent, std::min<size_t>(buf.size() - sent, 65536));
       if (n <= 0) std::abort();
       size_t got = 0;
       while (got < static_cast<size_t>(n)) {
@@ -77,10 +78,9 @@ void BM_TtrpcEchoOverMux(benchmark::State& state) {
   auto runtime = mux::TtrpcPeer::ForRuntime(*loop, UniqueFd(sv[1]), nullptr);
   Check(plugin.status());
   Check(runtime.status());
-  (*runtime)->server().Register(kService, "Echo", [](const ttrpc::CallInfo&, std::string p,
-                                                     ttrpc::Responder done) {
-    done(std::move(p));
-  });
+  (*runtime)->server().Register(
+      kService, "Echo",
+      [](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) { done(std::move(p)); });
   const std::string payload(size, 'e');
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -140,7 +140,8 @@ nri::Container RealisticContainer(int i) {
   c.name = "container-" + std::to_string(i);
   c.state = nri::ContainerState::kRunning;
   for (int e = 0; e < 12; ++e) {
-    c.env.push_back("KUBERNETES_SERVICE_VAR_" + std::to_string(e) + "=10.96.0." + std::to_string(e));
+    c.env.push_back("KUBERNETES_SERVICE_VAR_" + std::to_string(e) + "=10.96.0." +
+                    std::to_string(e));
   }
   for (int a = 0; a < 10; ++a) {
     c.annotations["io.kubernetes.annotation-" + std::to_string(a)] = "value-" + std::to_string(a);
@@ -151,10 +152,13 @@ nri::Container RealisticContainer(int i) {
 }
 
 nri::Pod RealisticPod(int i) {
-  return nri::Pod{"fedcba9876543210fedcba9876543210fedcba9876543210fedcba987654" + std::to_string(i),
-                  "pod-" + std::to_string(i), "8e0c2a4e-2b1f-4b7e-9a51-" + std::to_string(i),
-                  "default", {{"app", "web"}, {"pod-template-hash", "5d8f7c9b6"}},
-                  {{"kubernetes.io/config.seen", "2026-11-29T15:00:00Z"}}};
+  return nri::Pod{
+      "fedcba9876543210fedcba9876543210fedcba9876543210fedcba987654" + std::to_string(i),
+      "pod-" + std::to_string(i),
+      "8e0c2a4e-2b1f-4b7e-9a51-" + std::to_string(i),
+      "default",
+      {{"app", "web"}, {"pod-template-hash", "5d8f7c9b6"}},
+      {{"kubernetes.io/config.seen", "2026-11-29T15:00:00Z"}}};
 }
 
 // Echo of a small message over its own trunk on the same loop: the baseline measured in this
@@ -166,10 +170,9 @@ double EchoBaselineNs(loop::EventLoop& loop) {
   auto runtime = mux::TtrpcPeer::ForRuntime(loop, UniqueFd(sv[1]), nullptr);
   Check(plugin.status());
   Check(runtime.status());
-  (*plugin)->server().Register(kService, "Echo", [](const ttrpc::CallInfo&, std::string p,
-                                                    ttrpc::Responder done) {
-    done(std::move(p));
-  });
+  (*plugin)->server().Register(
+      kService, "Echo",
+      [](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) { done(std::move(p)); });
   constexpr int kRounds = 5000;
   const std::string payload(256, 'e');
   const auto start = std::chrono::steady_clock::now();
@@ -207,11 +210,10 @@ void RunNriCall(benchmark::State& state, const char* method, const std::string& 
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     bool done = false;
-    (*runtime)->client().Call(nri::kPluginService, method, request, 2s,
-                              [&](Result<std::string> r) {
-                                Check(r.status());
-                                done = true;
-                              });
+    (*runtime)->client().Call(nri::kPluginService, method, request, 2s, [&](Result<std::string> r) {
+      Check(r.status());
+      done = true;
+    });
     while (!done) Check(loop->RunOnce(1s));
   }
   const std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;

@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
     }
   }
   if (socket.empty() || scenario_path.empty() || argc % 2 == 0) {
-    std::cerr << "usage: " << argv[0]
-              << " --socket PATH --scenario FILE [--step-timeout-ms N]\n";
+    std::cerr << "usage: " << argv[0] << " --socket PATH --scenario FILE [--step-timeout-ms N]\n";
     return 2;
   }
   std::ifstream in(scenario_path);

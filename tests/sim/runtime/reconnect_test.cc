@@ -1,7 +1,5 @@
 // ReconnectingPlugin against the simulator: the runtime missing at start, dropping the plugin,
 // and restarting; each time the plugin comes back, registers and gets a fresh Synchronize.
-#include "nri-agent/nri/reconnecting_plugin.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/status_matchers.h"
 
@@ -56,8 +55,8 @@ class ReconnectTest : public ::testing::Test {
     dir_ = dir;
     socket_ = dir_ + "/nri.sock";
     plugin_ = std::make_unique<nri::ReconnectingPlugin>(
-        *loop_, [this] { return nri::ConnectNriSocket(socket_); }, nri::PluginOptions{},
-        handler_, nri::BackoffPolicy{1ms, 8ms, 2});
+        *loop_, [this] { return nri::ConnectNriSocket(socket_); }, nri::PluginOptions{}, handler_,
+        nri::BackoffPolicy{1ms, 8ms, 2});
   }
   ~ReconnectTest() override {
     plugin_.reset();

@@ -84,7 +84,7 @@ class RuntimeSimulator {
   nri::EventMask plugin_events() const { return events_; }
   // Why the last plugin was dropped (OK while none was).
   const Status& last_drop() const { return last_drop_; }
-  bool runtime_server_dead() const;  // conn 2 hit ENOMEM
+  bool runtime_server_dead() const;                 // conn 2 hit ENOMEM
   int sync_chunks() const { return sync_chunks_; }  // requests of the last Synchronize
   const std::map<std::string, SimContainer>& containers() const { return containers_; }
   // With apply_affinity: how many sched_setaffinity calls succeeded, and the last failure.
@@ -101,8 +101,7 @@ class RuntimeSimulator {
   void StartSynchronize();
   bool Subscribed(nri::Event e) const;
   // Calls the plugin; fatal transport errors drop it and complete with `fatal_as`.
-  void CallPlugin(const std::string& method, std::string payload,
-                  std::chrono::milliseconds timeout,
+  void CallPlugin(const std::string& method, std::string payload, std::chrono::milliseconds timeout,
                   std::function<void(Result<std::string>)> done);
   void ApplyUpdate(const nri::CpusetUpdate& update);
   void ApplyAffinity(const nri::Container& container);

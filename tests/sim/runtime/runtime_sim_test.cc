@@ -4,11 +4,11 @@
 #include "tests/sim/runtime/runtime_sim.h"
 
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -122,7 +122,9 @@ class RuntimeSimTest : public ::testing::Test {
     RunUntil([&] { return result.has_value(); });
     return *result;
   }
-  std::string CpusOf(const std::string& id) { return sim_->containers().at(id).container.cpuset.cpus; }
+  std::string CpusOf(const std::string& id) {
+    return sim_->containers().at(id).container.cpuset.cpus;
+  }
 
   std::unique_ptr<loop::EventLoop> loop_;
   std::string dir_, socket_;
@@ -285,7 +287,8 @@ TEST_F(RuntimeSimTest, OneFrameOverFourKiBStartingWithAHeaderKillsTheRuntimeServ
   req.set_nri_version(std::string(5000, 'v'));
   const std::string message = *ttrpc::EncodeFrame(
       1, ttrpc::MessageType::kRequest, 0,
-      ttrpc::EncodeRequest({nri::kRuntimeService, "RegisterPlugin", req.SerializeAsString(), 0, {}}));
+      ttrpc::EncodeRequest(
+          {nri::kRuntimeService, "RegisterPlugin", req.SerializeAsString(), 0, {}}));
   for (bool one_frame : {false, true}) {
     SCOPED_TRACE(one_frame);
     sim_.reset();
@@ -403,8 +406,8 @@ TEST_F(RuntimeSimTest, AppliesCpusetsToRealProcessesWhenAsked) {
 }
 
 TEST(NriVersion, MinorTable) {
-  const std::pair<const char*, int> cases[] = {
-      {"v0.8.0", 8}, {"0.12.1", 12}, {"v0.10", 10}, {"v1.0.0", -1}, {"", -1}, {"unknown", -1}};
+  const std::pair<const char*, int> cases[] = {{"v0.8.0", 8},  {"0.12.1", 12}, {"v0.10", 10},
+                                               {"v1.0.0", -1}, {"", -1},       {"unknown", -1}};
   for (const auto& [v, want] : cases) EXPECT_EQ(NriMinorVersion(v), want) << v;
 }
 

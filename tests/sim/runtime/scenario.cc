@@ -17,7 +17,8 @@ Status CheckKeys(const YAML::Node& node, const std::set<std::string>& allowed,
   if (!node.IsMap()) return InvalidArgumentError(where + ": expected a mapping");
   for (const auto& kv : node) {
     const std::string key = kv.first.as<std::string>();
-    if (allowed.count(key) == 0) return InvalidArgumentError(where + ": unknown key \"" + key + "\"");
+    if (allowed.count(key) == 0)
+      return InvalidArgumentError(where + ": unknown key \"" + key + "\"");
   }
   return Status::Ok();
 }
@@ -46,13 +47,16 @@ Result<Scenario> ParseUnsafe(const std::string& text) {
   RETURN_IF_ERROR(CheckKeys(root, {"runtime", "pods", "containers", "steps"}, "scenario"));
   Scenario s;
   if (const YAML::Node r = root["runtime"]) {
-    RETURN_IF_ERROR(CheckKeys(r, {"name", "version", "nri_version", "registration_timeout_ms",
-                                  "request_timeout_ms", "apply_affinity"}, "runtime"));
+    RETURN_IF_ERROR(CheckKeys(r,
+                              {"name", "version", "nri_version", "registration_timeout_ms",
+                               "request_timeout_ms", "apply_affinity"},
+                              "runtime"));
     if (r["name"]) s.runtime.runtime_name = r["name"].as<std::string>();
     if (r["version"]) s.runtime.runtime_version = r["version"].as<std::string>();
     if (r["nri_version"]) s.runtime.nri_version = r["nri_version"].as<std::string>();
     if (r["registration_timeout_ms"]) {
-      s.runtime.registration_timeout = std::chrono::milliseconds(r["registration_timeout_ms"].as<int>());
+      s.runtime.registration_timeout =
+          std::chrono::milliseconds(r["registration_timeout_ms"].as<int>());
     }
     if (r["request_timeout_ms"]) {
       s.runtime.request_timeout = std::chrono::milliseconds(r["request_timeout_ms"].as<int>());
@@ -103,9 +107,10 @@ Result<Scenario> ParseUnsafe(const std::string& text) {
       step.kind = kind == "update" ? ScenarioStep::Kind::kUpdate
                   : kind == "stop" ? ScenarioStep::Kind::kStop
                                    : ScenarioStep::Kind::kRemove;
-      RETURN_IF_ERROR(CheckKeys(body, kind == "update" ? std::set<std::string>{"id", "cpus"}
-                                                       : std::set<std::string>{"id"},
-                                where));
+      RETURN_IF_ERROR(CheckKeys(
+          body,
+          kind == "update" ? std::set<std::string>{"id", "cpus"} : std::set<std::string>{"id"},
+          where));
       step.container.id = Str(body, "id");
       step.cpus = Str(body, "cpus");
     } else if (kind == "expect_cpus") {
@@ -129,14 +134,22 @@ Result<Scenario> ParseUnsafe(const std::string& text) {
 
 const char* KindName(ScenarioStep::Kind k) {
   switch (k) {
-    case ScenarioStep::Kind::kWaitPlugin: return "wait_plugin";
-    case ScenarioStep::Kind::kCreate: return "create";
-    case ScenarioStep::Kind::kUpdate: return "update";
-    case ScenarioStep::Kind::kStop: return "stop";
-    case ScenarioStep::Kind::kRemove: return "remove";
-    case ScenarioStep::Kind::kDropPlugin: return "drop_plugin";
-    case ScenarioStep::Kind::kExpectCpus: return "expect_cpus";
-    case ScenarioStep::Kind::kExpectAbsent: return "expect_absent";
+    case ScenarioStep::Kind::kWaitPlugin:
+      return "wait_plugin";
+    case ScenarioStep::Kind::kCreate:
+      return "create";
+    case ScenarioStep::Kind::kUpdate:
+      return "update";
+    case ScenarioStep::Kind::kStop:
+      return "stop";
+    case ScenarioStep::Kind::kRemove:
+      return "remove";
+    case ScenarioStep::Kind::kDropPlugin:
+      return "drop_plugin";
+    case ScenarioStep::Kind::kExpectCpus:
+      return "expect_cpus";
+    case ScenarioStep::Kind::kExpectAbsent:
+      return "expect_absent";
   }
   return "?";
 }
@@ -176,7 +189,9 @@ Status RunScenario(const Scenario& scenario, loop::EventLoop& loop, RuntimeSimul
   for (size_t i = 0; i < scenario.steps.size(); ++i) {
     const ScenarioStep& step = scenario.steps[i];
     const std::string where = "step " + std::to_string(i) + " (" + KindName(step.kind) + ")";
-    auto fail = [&](const std::string& what) { return FailedPreconditionError(where + ": " + what); };
+    auto fail = [&](const std::string& what) {
+      return FailedPreconditionError(where + ": " + what);
+    };
     std::optional<Status> result;
     auto done = [&result](const Status& s) { result = s; };
     switch (step.kind) {
@@ -225,8 +240,8 @@ Status RunScenario(const Scenario& scenario, loop::EventLoop& loop, RuntimeSimul
     } else if (result->ok()) {
       return fail("succeeded, expected an error containing \"" + step.expect_error + "\"");
     } else if (result->message().find(step.expect_error) == std::string::npos) {
-      return fail("error \"" + result->ToString() + "\" does not contain \"" +
-                  step.expect_error + "\"");
+      return fail("error \"" + result->ToString() + "\" does not contain \"" + step.expect_error +
+                  "\"");
     }
   }
   return Status::Ok();

@@ -33,13 +33,21 @@
 namespace dracpu::sim {
 
 struct ScenarioStep {
-  enum class Kind { kWaitPlugin, kCreate, kUpdate, kStop, kRemove, kDropPlugin, kExpectCpus,
-                    kExpectAbsent };
+  enum class Kind {
+    kWaitPlugin,
+    kCreate,
+    kUpdate,
+    kStop,
+    kRemove,
+    kDropPlugin,
+    kExpectCpus,
+    kExpectAbsent
+  };
   Kind kind = Kind::kWaitPlugin;
-  std::string pod_id;           // create
-  nri::Container container;     // create (id, name, env, pid); update/stop/remove use id
-  std::string cpus;             // update
-  std::string expect_error;     // create/update/stop/remove: substring of the error
+  std::string pod_id;        // create
+  nri::Container container;  // create (id, name, env, pid); update/stop/remove use id
+  std::string cpus;          // update
+  std::string expect_error;  // create/update/stop/remove: substring of the error
   std::map<std::string, std::string> expect_cpus;  // expect_cpus
   std::vector<std::string> expect_absent;          // expect_absent
 };

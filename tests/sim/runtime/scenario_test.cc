@@ -146,15 +146,16 @@ TEST_F(ScenarioRunTest, DocumentedScenarioPasses) {
 }
 
 TEST_F(ScenarioRunTest, FailedExpectationNamesTheStep) {
-  EXPECT_THAT(Run(R"(
+  EXPECT_THAT(
+      Run(R"(
 pods: [{id: sb, uid: u}]
 steps:
   - wait_plugin: {}
   - create: {id: c, pod: sb, env: ["PIN=3"]}
   - expect_cpus: {c: "4"}
 )"),
-              StatusIs(StatusCode::kFailedPrecondition,
-                       HasSubstr("step 2 (expect_cpus): container c has cpus \"3\", expected \"4\"")));
+      StatusIs(StatusCode::kFailedPrecondition,
+               HasSubstr("step 2 (expect_cpus): container c has cpus \"3\", expected \"4\"")));
 }
 
 TEST_F(ScenarioRunTest, UnexpectedSuccessAndWrongErrorFail) {
