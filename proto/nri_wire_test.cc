@@ -24,8 +24,7 @@ TEST(NriWire, RegisterPluginRequest) {
   req.set_plugin_name("d");
   req.set_plugin_idx("00");
   req.set_nri_version("v");
-  EXPECT_EQ(req.SerializeAsString(),
-            Bytes({0x0a, 1, 'd', 0x12, 2, '0', '0', 0x1a, 1, 'v'}));
+  EXPECT_EQ(req.SerializeAsString(), Bytes({0x0a, 1, 'd', 0x12, 2, '0', '0', 0x1a, 1, 'v'}));
 }
 
 TEST(NriWire, ConfigureRequest) {
@@ -36,9 +35,8 @@ TEST(NriWire, ConfigureRequest) {
   req.set_registration_timeout(5000);  // varint 0x88 0x27
   req.set_request_timeout(2000);       // varint 0xd0 0x0f
   req.set_nri_version("v");
-  EXPECT_EQ(req.SerializeAsString(),
-            Bytes({0x0a, 1, 'c', 0x12, 1, 'r', 0x1a, 1, '1', 0x20, 0x88, 0x27, 0x28, 0xd0, 0x0f,
-                   0x32, 1, 'v'}));
+  EXPECT_EQ(req.SerializeAsString(), Bytes({0x0a, 1, 'c', 0x12, 1, 'r', 0x1a, 1, '1', 0x20, 0x88,
+                                            0x27, 0x28, 0xd0, 0x0f, 0x32, 1, 'v'}));
 }
 
 TEST(NriWire, ConfigureResponseEventsIsField2) {
@@ -76,9 +74,8 @@ TEST(NriWire, ContainerAdjustmentEnvAndAnnotations) {
   env->set_key("K");
   env->set_value("V");
   adjust.add_args("a");
-  EXPECT_EQ(adjust.SerializeAsString(),
-            Bytes({0x12, 6, 0x0a, 1, 'k', 0x12, 1, 'v', 0x22, 6, 0x0a, 1, 'K', 0x12, 1, 'V',
-                   0x4a, 1, 'a'}));
+  EXPECT_EQ(adjust.SerializeAsString(), Bytes({0x12, 6, 0x0a, 1, 'k', 0x12, 1, 'v', 0x22, 6, 0x0a,
+                                               1, 'K', 0x12, 1, 'V', 0x4a, 1, 'a'}));
 }
 
 TEST(NriWire, ContainerUpdate) {
@@ -89,8 +86,7 @@ TEST(NriWire, ContainerUpdate) {
   cpu->set_mems("0");
   update.set_ignore_failure(true);
   EXPECT_EQ(update.SerializeAsString(),
-            Bytes({0x0a, 1, 'c', 0x12, 10, 0x0a, 8, 0x12, 6, 0x32, 1, '1', 0x3a, 1, '0', 0x18,
-                   1}));
+            Bytes({0x0a, 1, 'c', 0x12, 10, 0x0a, 8, 0x12, 6, 0x32, 1, '1', 0x3a, 1, '0', 0x18, 1}));
 }
 
 TEST(NriWire, UpdateContainersRequestAndResponse) {
@@ -119,9 +115,9 @@ TEST(NriWire, ContainerFields) {
   c.mutable_linux()->set_cgroups_path("g");
   c.set_pid(7);
   EXPECT_EQ(c.SerializeAsString(),
-            Bytes({0x0a, 1, 'i', 0x12, 1, 'p', 0x1a, 1, 'n', 0x20, 3, 0x32, 6, 0x0a, 1, 'k',
-                   0x12, 1, 'v', 0x3a, 1, 'a', 0x42, 3, 'A', '=', 'B', 0x5a, 10, 0x1a, 5, 0x12,
-                   3, 0x32, 1, '2', 0x2a, 1, 'g', 0x60, 7}));
+            Bytes({0x0a, 1,    'i',  0x12, 1,   'p',  0x1a, 1,   'n',  0x20, 3,   0x32, 6,   0x0a,
+                   1,    'k',  0x12, 1,    'v', 0x3a, 1,    'a', 0x42, 3,    'A', '=',  'B', 0x5a,
+                   10,   0x1a, 5,    0x12, 3,   0x32, 1,    '2', 0x2a, 1,    'g', 0x60, 7}));
 }
 
 TEST(NriWire, PodSandboxFields) {
@@ -136,9 +132,9 @@ TEST(NriWire, PodSandboxFields) {
   pod.set_pid(9);
   pod.add_ips("1.2");
   EXPECT_EQ(pod.SerializeAsString(),
-            Bytes({0x0a, 1, 's', 0x12, 1, 'n', 0x1a, 1, 'u', 0x22, 2, 'n', 's', 0x2a, 6, 0x0a,
-                   1, 'l', 0x12, 1, 'm', 0x3a, 1, 'h', 0x42, 3, 0x1a, 1, 'c', 0x48, 9, 0x52, 3,
-                   '1', '.', '2'}));
+            Bytes({0x0a, 1,    's',  0x12, 1,   'n',  0x1a, 1,    'u', 0x22, 2,   'n',
+                   's',  0x2a, 6,    0x0a, 1,   'l',  0x12, 1,    'm', 0x3a, 1,   'h',
+                   0x42, 3,    0x1a, 1,    'c', 0x48, 9,    0x52, 3,   '1',  '.', '2'}));
 }
 
 TEST(NriWire, LinuxResourcesMemoryAndCpuWrappers) {
@@ -147,9 +143,10 @@ TEST(NriWire, LinuxResourcesMemoryAndCpuWrappers) {
   r.mutable_cpu()->mutable_shares()->set_value(2);
   r.mutable_cpu()->mutable_quota()->set_value(-1);  // int64: ten-byte varint
   r.mutable_pids()->set_limit(3);
-  EXPECT_EQ(r.SerializeAsString(),
-            Bytes({0x0a, 4, 0x0a, 2, 0x08, 5, 0x12, 17, 0x0a, 2, 0x08, 2, 0x12, 11, 0x08, 0xff,
-                   0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x42, 2, 0x08, 3}));
+  EXPECT_EQ(
+      r.SerializeAsString(),
+      Bytes({0x0a, 4,    0x0a, 2,    0x08, 5,    0x12, 17,   0x0a, 2,    0x08, 2, 0x12, 11, 0x08,
+             0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x42, 2, 0x08, 3}));
 }
 
 TEST(NriWire, StateChangeEvent) {
@@ -186,8 +183,8 @@ TEST(NriWire, EventRequestsShareLayout) {
 TEST(NriWire, UpstreamOnlyFieldsAreSkipped) {
   // A Container as upstream sends it, with mounts (9, a Mount with destination "/m") and
   // rlimits (13) that our subset does not declare, around the env (8) we read.
-  const std::string wire = Bytes({0x0a, 1, 'i', 0x42, 3, 'A', '=', 'B', 0x4a, 4, 0x0a, 2, '/',
-                                  'm', 0x6a, 3, 0x0a, 1, 't', 0x5a, 2, 0x2a, 0});
+  const std::string wire = Bytes({0x0a, 1,   'i',  0x42, 3,    'A', '=', 'B',  0x4a, 4,    0x0a, 2,
+                                  '/',  'm', 0x6a, 3,    0x0a, 1,   't', 0x5a, 2,    0x2a, 0});
   api::Container c;
   ASSERT_TRUE(c.ParseFromString(wire));
   EXPECT_EQ(c.id(), "i");

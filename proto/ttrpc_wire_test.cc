@@ -27,8 +27,8 @@ TEST(TtrpcWire, RequestFieldNumbers) {
   kv->set_value("v");
   // 2e9 as a varint: 0x80 0xa8 0xd6 0xb9 0x07.
   EXPECT_EQ(req.SerializeAsString(),
-            Bytes({0x0a, 1, 'S', 0x12, 1, 'M', 0x1a, 2, 0x01, 0x00, 0x20, 0x80, 0xa8, 0xd6,
-                   0xb9, 0x07, 0x2a, 6, 0x0a, 1, 'k', 0x12, 1, 'v'}));
+            Bytes({0x0a, 1,    'S',  0x12, 1,    'M', 0x1a, 2, 0x01, 0x00, 0x20, 0x80,
+                   0xa8, 0xd6, 0xb9, 0x07, 0x2a, 6,   0x0a, 1, 'k',  0x12, 1,    'v'}));
 }
 
 TEST(TtrpcWire, ResponseWithStatus) {
@@ -36,15 +36,13 @@ TEST(TtrpcWire, ResponseWithStatus) {
   resp.mutable_status()->set_code(12);
   resp.mutable_status()->set_message("m");
   resp.set_payload("p");
-  EXPECT_EQ(resp.SerializeAsString(),
-            Bytes({0x0a, 5, 0x08, 12, 0x12, 1, 'm', 0x12, 1, 'p'}));
+  EXPECT_EQ(resp.SerializeAsString(), Bytes({0x0a, 5, 0x08, 12, 0x12, 1, 'm', 0x12, 1, 'p'}));
 }
 
 TEST(TtrpcWire, StatusDetailsIsAnyAtField3) {
   // A google.rpc.Status as Go ttrpc sends it for an oversized message: code 8 and one detail
   // (type_url "t", value "v"). We must parse it, details included.
-  const std::string wire =
-      Bytes({0x08, 8, 0x12, 1, 'x', 0x1a, 6, 0x0a, 1, 't', 0x12, 1, 'v'});
+  const std::string wire = Bytes({0x08, 8, 0x12, 1, 'x', 0x1a, 6, 0x0a, 1, 't', 0x12, 1, 'v'});
   ttrpc::Status status;
   ASSERT_TRUE(status.ParseFromString(wire));
   EXPECT_EQ(status.code(), 8);

@@ -120,8 +120,8 @@ Status EventLoop::RunOnce(std::optional<std::chrono::milliseconds> max_wait) {
   }
 
   std::array<epoll_event, 64> events;
-  const int n = ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()),
-                             timeout_ms);
+  const int n =
+      ::epoll_wait(epoll_fd_.get(), events.data(), static_cast<int>(events.size()), timeout_ms);
   if (n < 0 && errno != EINTR) return ErrnoStatus("epoll_wait", errno);
   for (int i = 0; i < n; ++i) {
     const uint64_t token = events[i].data.u64;

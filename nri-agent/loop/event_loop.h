@@ -88,7 +88,7 @@ class EventLoop {
   std::unordered_map<TimerId, Clock::time_point> timer_deadlines_;
 
   std::mutex posted_mu_;
-  std::vector<Task> posted_;  // guarded by posted_mu_
+  std::vector<Task> posted_;     // guarded by posted_mu_
   bool stop_requested_ = false;  // guarded by posted_mu_
 };
 

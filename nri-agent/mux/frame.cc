@@ -37,8 +37,7 @@ FrameHeader DecodeFrameHeader(const char in[kFrameHeaderSize]) {
 Status AppendMessageFrames(uint32_t conn_id, std::string_view message, std::string* out) {
   if (message.size() > kMaxPayloadSize) {
     return InvalidArgumentError("mux message of " + std::to_string(message.size()) +
-                                " bytes exceeds the maximum of " +
-                                std::to_string(kMaxPayloadSize));
+                                " bytes exceeds the maximum of " + std::to_string(kMaxPayloadSize));
   }
   if (message.size() <= kGoReadBufferSize) {
     AppendFrame(conn_id, message, out);
@@ -53,26 +52,39 @@ Status AppendMessageFrames(uint32_t conn_id, std::string_view message, std::stri
 
 Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
   if (!failed_.ok()) return failed_;
-  buffer_.append(bytes);
+  // With nothing pending, frames are handed out straight from `bytes` (no copy) and only an
+  // incomplete tail is kept.
+  const bool direct = consumed_ == buffer_.size();
+  if (direct) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else {
+    buffer_.append(bytes);
+  }
+  const std::string_view src = direct ? bytes : std::string_view(buffer_).substr(consumed_);
+  size_t pos = 0;
   Status status;
-  while (status.ok()) {
-    const size_t available = buffer_.size() - consumed_;
-    if (available < kFrameHeaderSize) break;
-    const FrameHeader header = DecodeFrameHeader(buffer_.data() + consumed_);
+  while (status.ok() && src.size() - pos >= kFrameHeaderSize) {
+    const FrameHeader header = DecodeFrameHeader(src.data() + pos);
     if (header.length > kMaxPayloadSize) {
-      failed_ = DataLossError("mux frame on connection " + std::to_string(header.conn_id) +
-                              " announces " + std::to_string(header.length) +
-                              " bytes, more than the maximum of " +
-                              std::to_string(kMaxPayloadSize));
+      failed_ =
+          DataLossError("mux frame on connection " + std::to_string(header.conn_id) +
+                        " announces " + std::to_string(header.length) +
+                        " bytes, more than the maximum of " + std::to_string(kMaxPayloadSize));
       buffer_.clear();
       consumed_ = 0;
       return failed_;
     }
-    if (available < kFrameHeaderSize + header.length) break;
-    const std::string_view payload(buffer_.data() + consumed_ + kFrameHeaderSize, header.length);
-    consumed_ += kFrameHeaderSize + header.length;
+    if (src.size() - pos < kFrameHeaderSize + header.length) break;
+    const std::string_view payload = src.substr(pos + kFrameHeaderSize, header.length);
+    pos += kFrameHeaderSize + header.length;
     status = handler(header.conn_id, payload);
   }
+  if (direct) {
+    buffer_.assign(src.substr(pos));
+    return status;
+  }
+  consumed_ += pos;
   if (consumed_ == buffer_.size()) {
     buffer_.clear();
     consumed_ = 0;

@@ -36,10 +36,12 @@ TEST(MuxFrame, HeaderCodecTable) {
 std::vector<std::pair<uint32_t, size_t>> FrameSizes(const std::string& wire) {
   std::vector<std::pair<uint32_t, size_t>> out;
   FrameDecoder decoder;
-  EXPECT_THAT(decoder.Feed(wire, [&](uint32_t conn, std::string_view p) {
-    out.emplace_back(conn, p.size());
-    return Status::Ok();
-  }), IsOk());
+  EXPECT_THAT(decoder.Feed(wire,
+                           [&](uint32_t conn, std::string_view p) {
+                             out.emplace_back(conn, p.size());
+                             return Status::Ok();
+                           }),
+              IsOk());
   EXPECT_EQ(decoder.buffered(), 0u);
   return out;
 }
@@ -75,8 +77,7 @@ TEST(MuxFrame, DecoderSplitAtEveryByteBoundaryWithInterleavedConnections) {
   ASSERT_THAT(AppendMessageFrames(2, std::string(5000, 'x'), &wire), IsOk());
   ASSERT_THAT(AppendMessageFrames(1, "last", &wire), IsOk());
   const std::vector<std::pair<uint32_t, std::string>> want = {
-      {1, "first"}, {2, ""}, {2, std::string(4096, 'x')}, {2, std::string(904, 'x')},
-      {1, "last"}};
+      {1, "first"}, {2, ""}, {2, std::string(4096, 'x')}, {2, std::string(904, 'x')}, {1, "last"}};
   for (size_t cut = 0; cut <= wire.size(); ++cut) {
     std::vector<std::pair<uint32_t, std::string>> got;
     FrameDecoder decoder;
@@ -116,10 +117,12 @@ TEST(MuxFrame, HandlerErrorStopsDecoding) {
   ASSERT_THAT(AppendMessageFrames(1, "b", &wire), IsOk());
   int delivered = 0;
   FrameDecoder decoder;
-  EXPECT_THAT(decoder.Feed(wire, [&](uint32_t, std::string_view) {
-    ++delivered;
-    return InternalError("stop");
-  }), StatusIs(StatusCode::kInternal));
+  EXPECT_THAT(decoder.Feed(wire,
+                           [&](uint32_t, std::string_view) {
+                             ++delivered;
+                             return InternalError("stop");
+                           }),
+              StatusIs(StatusCode::kInternal));
   EXPECT_EQ(delivered, 1);
 }
 

@@ -48,17 +48,19 @@ std::string RandomStream(std::mt19937& rng) {
         const std::string body = RandomBytes(rng, 64);
         char h[ttrpc::kFrameHeaderSize];
         ttrpc::EncodeFrameHeader(
-            ttrpc::FrameHeader{static_cast<uint32_t>(body.size()),
-                               static_cast<uint32_t>(rng() % 8), static_cast<uint8_t>(rng() % 4),
-                               static_cast<uint8_t>(rng() % 4)},
+            ttrpc::FrameHeader{static_cast<uint32_t>(body.size()), static_cast<uint32_t>(rng() % 8),
+                               static_cast<uint8_t>(rng() % 4), static_cast<uint8_t>(rng() % 4)},
             h);
         s.append(h, sizeof(h));
         s += body;
         break;
       }
       case 2: {  // a header whose length is near or over a limit
-        const uint32_t lengths[] = {ttrpc::kMaxMessageSize, ttrpc::kMaxMessageSize + 1,
-                                    kMaxPayloadSize, kMaxPayloadSize + 1, 0xFFFFFFFFu,
+        const uint32_t lengths[] = {ttrpc::kMaxMessageSize,
+                                    ttrpc::kMaxMessageSize + 1,
+                                    kMaxPayloadSize,
+                                    kMaxPayloadSize + 1,
+                                    0xFFFFFFFFu,
                                     1u << 24};
         char h[ttrpc::kFrameHeaderSize];
         ttrpc::EncodeFrameHeader(
@@ -71,8 +73,8 @@ std::string RandomStream(std::mt19937& rng) {
         r.service = "svc";
         r.method = RandomBytes(rng, 4);
         r.payload = RandomBytes(rng, 16);
-        s += *ttrpc::EncodeFrame(static_cast<uint32_t>(rng() % 16), ttrpc::MessageType::kRequest,
-                                 0, ttrpc::EncodeRequest(r));
+        s += *ttrpc::EncodeFrame(static_cast<uint32_t>(rng() % 16), ttrpc::MessageType::kRequest, 0,
+                                 ttrpc::EncodeRequest(r));
       }
     }
   }
@@ -122,11 +124,11 @@ TEST(Garbage, LivePeerClosesCleanlyOrKeepsServing) {
     auto peer = TtrpcPeer::ForPlugin(*loop, UniqueFd(sv[0]), [&](const Status& s) { closed = s; });
     ASSERT_THAT(peer, IsOk());
     int handled = 0;
-    (*peer)->server().Register("svc", "Echo", [&](const ttrpc::CallInfo&, std::string p,
-                                                  ttrpc::Responder done) {
-      ++handled;
-      done(std::move(p));
-    });
+    (*peer)->server().Register("svc", "Echo",
+                               [&](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) {
+                                 ++handled;
+                                 done(std::move(p));
+                               });
     // Random ttrpc streams inside well-formed mux frames on conns 0..3, or raw noise.
     std::string wire;
     for (int i = 0; i < 4; ++i) {

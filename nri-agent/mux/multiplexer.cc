@@ -81,8 +81,8 @@ Status Multiplexer::SendMessage(uint32_t conn_id, std::string_view message) {
 
 Status Multiplexer::Flush() {
   while (out_sent_ < out_.size()) {
-    const ssize_t n = ::send(trunk_.get(), out_.data() + out_sent_, out_.size() - out_sent_,
-                             MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(trunk_.get(), out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -97,8 +97,7 @@ Status Multiplexer::Flush() {
   const bool want_write = out_sent_ < out_.size();
   if (want_write != want_write_) {
     want_write_ = want_write;
-    RETURN_IF_ERROR(
-        loop_.Modify(watch_, EPOLLIN | EPOLLRDHUP | (want_write ? EPOLLOUT : 0u)));
+    RETURN_IF_ERROR(loop_.Modify(watch_, EPOLLIN | EPOLLRDHUP | (want_write ? EPOLLOUT : 0u)));
   }
   return Status::Ok();
 }
@@ -136,8 +135,9 @@ Status Multiplexer::ReadAvailable() {
                          Status s = it->second(payload);
                          if (!s.ok()) return s;
                          // A receiver may have closed the trunk; stop decoding then.
-                         return closed() ? Status(StatusCode::kCancelled, "trunk closed by a receiver")
-                                         : Status::Ok();
+                         return closed()
+                                    ? Status(StatusCode::kCancelled, "trunk closed by a receiver")
+                                    : Status::Ok();
                        });
 }
 

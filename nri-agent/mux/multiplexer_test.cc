@@ -35,9 +35,8 @@ class MultiplexerTest : public ::testing::Test {
   MultiplexerTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
     auto [a, b] = SocketPair();
     raw_ = std::move(b);
-    auto mux = Multiplexer::Create(*loop_, std::move(a), [this](const Status& reason) {
-      closed_ = reason;
-    });
+    auto mux = Multiplexer::Create(*loop_, std::move(a),
+                                   [this](const Status& reason) { closed_ = reason; });
     EXPECT_THAT(mux, IsOk());
     mux_ = std::move(mux).value();
     mux_->Open(1, [this](std::string_view b) {
@@ -105,19 +104,21 @@ TEST_F(MultiplexerTest, WritesSmallMessagesAsOneFrameAndLargeOnesAsExactlyTwo) {
   std::vector<std::pair<uint32_t, size_t>> frames;
   FrameDecoder decoder;
   std::string conn2;
-  ASSERT_THAT(decoder.Feed(wire, [&](uint32_t c, std::string_view p) {
-    frames.emplace_back(c, p.size());
-    if (c == 2) conn2 += p;
-    return Status::Ok();
-  }), IsOk());
+  ASSERT_THAT(decoder.Feed(wire,
+                           [&](uint32_t c, std::string_view p) {
+                             frames.emplace_back(c, p.size());
+                             if (c == 2) conn2 += p;
+                             return Status::Ok();
+                           }),
+              IsOk());
   EXPECT_THAT(frames, ElementsAre(Pair(1u, 5u), Pair(2u, 4096u), Pair(2u, 10000u - 4096u)));
   EXPECT_EQ(conn2, big);
 }
 
 TEST_F(MultiplexerTest, ReadsFramesSplitAtEveryByteBoundary) {
   // The 4200-byte message travels as two frames, so cuts fall in every header and payload.
-  const std::string wire = Frames(1, "hello") + Frames(2, std::string(4200, 'z')) +
-                           Frames(1, "bye");
+  const std::string wire =
+      Frames(1, "hello") + Frames(2, std::string(4200, 'z')) + Frames(1, "bye");
   for (size_t cut = 0; cut <= wire.size(); ++cut) {
     got_.clear();
     RawWrite(std::string_view(wire).substr(0, cut));
@@ -199,10 +200,12 @@ TEST_F(MultiplexerTest, SendNeverBlocksAndTheBacklogDrains) {
   EXPECT_EQ(mux_->pending_write_bytes(), 0u);
   size_t frames = 0;
   FrameDecoder decoder;
-  ASSERT_THAT(decoder.Feed(wire, [&](uint32_t, std::string_view) {
-    ++frames;
-    return Status::Ok();
-  }), IsOk());
+  ASSERT_THAT(decoder.Feed(wire,
+                           [&](uint32_t, std::string_view) {
+                             ++frames;
+                             return Status::Ok();
+                           }),
+              IsOk());
   EXPECT_EQ(frames, 32u);
 }
 
@@ -217,8 +220,14 @@ TEST_F(MultiplexerTest, TwoMultiplexersTalkBothWays) {
   auto mux_b = Multiplexer::Create(*loop_, std::move(b), nullptr);
   ASSERT_THAT(mux_a, IsOk());
   ASSERT_THAT(mux_b, IsOk());
-  (*mux_a)->Open(2, [&](std::string_view s) { at_a += s; return Status::Ok(); });
-  (*mux_b)->Open(1, [&](std::string_view s) { at_b += s; return Status::Ok(); });
+  (*mux_a)->Open(2, [&](std::string_view s) {
+    at_a += s;
+    return Status::Ok();
+  });
+  (*mux_b)->Open(1, [&](std::string_view s) {
+    at_b += s;
+    return Status::Ok();
+  });
   ASSERT_THAT((*mux_a)->Sink(1).Send("to b"), IsOk());
   ASSERT_THAT((*mux_b)->Sink(2).Send("to a"), IsOk());
   Settle();

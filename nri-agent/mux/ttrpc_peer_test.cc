@@ -38,12 +38,10 @@ class TtrpcPeerTest : public ::testing::Test {
  protected:
   TtrpcPeerTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
     auto [a, b] = SocketPair();
-    auto plugin = TtrpcPeer::ForPlugin(*loop_, std::move(a), [this](const Status& s) {
-      plugin_closed_ = s;
-    });
-    auto runtime = TtrpcPeer::ForRuntime(*loop_, std::move(b), [this](const Status& s) {
-      runtime_closed_ = s;
-    });
+    auto plugin =
+        TtrpcPeer::ForPlugin(*loop_, std::move(a), [this](const Status& s) { plugin_closed_ = s; });
+    auto runtime = TtrpcPeer::ForRuntime(*loop_, std::move(b),
+                                         [this](const Status& s) { runtime_closed_ = s; });
     EXPECT_THAT(plugin, IsOk());
     EXPECT_THAT(runtime, IsOk());
     plugin_ = std::move(plugin).value();
@@ -64,16 +62,16 @@ class TtrpcPeerTest : public ::testing::Test {
 };
 
 TEST_F(TtrpcPeerTest, CallsGoBothWaysOnTheirOwnConnections) {
-  runtime_->server().Register(kRuntime, "Echo", [](const ttrpc::CallInfo& call, std::string p,
-                                                   ttrpc::Responder done) {
-    EXPECT_EQ(call.stream_id, 1u);
-    done("runtime:" + p);
-  });
-  plugin_->server().Register(kPlugin, "Echo", [](const ttrpc::CallInfo& call, std::string p,
-                                                 ttrpc::Responder done) {
-    EXPECT_EQ(call.stream_id, 1u);  // each direction has its own stream ids
-    done("plugin:" + p);
-  });
+  runtime_->server().Register(
+      kRuntime, "Echo", [](const ttrpc::CallInfo& call, std::string p, ttrpc::Responder done) {
+        EXPECT_EQ(call.stream_id, 1u);
+        done("runtime:" + p);
+      });
+  plugin_->server().Register(
+      kPlugin, "Echo", [](const ttrpc::CallInfo& call, std::string p, ttrpc::Responder done) {
+        EXPECT_EQ(call.stream_id, 1u);  // each direction has its own stream ids
+        done("plugin:" + p);
+      });
   std::optional<Result<std::string>> to_runtime, to_plugin;
   plugin_->client().Call(kRuntime, "Echo", "a", 1s, [&](Result<std::string> r) { to_runtime = r; });
   runtime_->client().Call(kPlugin, "Echo", "b", 1s, [&](Result<std::string> r) { to_plugin = r; });
@@ -87,17 +85,15 @@ TEST_F(TtrpcPeerTest, ServerAnswersAnIncomingCallWhileOurOwnCallWaits) {
   // it has called Configure on the plugin and got the answer. The plugin must serve Configure
   // while its RegisterPlugin call is still pending.
   std::vector<std::string> order;
-  runtime_->server().Register(kRuntime, "RegisterPlugin",
-                              [&](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
-                                order.push_back("runtime got RegisterPlugin");
-                                runtime_->client().Call(
-                                    kPlugin, "Configure", "cfg", 2s,
-                                    [&, done](Result<std::string> r) {
-                                      EXPECT_THAT(r, IsOkAndHolds(std::string("events")));
-                                      order.push_back("runtime got Configure answer");
-                                      done(std::string());
-                                    });
-                              });
+  runtime_->server().Register(
+      kRuntime, "RegisterPlugin", [&](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+        order.push_back("runtime got RegisterPlugin");
+        runtime_->client().Call(kPlugin, "Configure", "cfg", 2s, [&, done](Result<std::string> r) {
+          EXPECT_THAT(r, IsOkAndHolds(std::string("events")));
+          order.push_back("runtime got Configure answer");
+          done(std::string());
+        });
+      });
   plugin_->server().Register(kPlugin, "Configure",
                              [&](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) {
                                EXPECT_EQ(p, "cfg");
@@ -111,27 +107,26 @@ TEST_F(TtrpcPeerTest, ServerAnswersAnIncomingCallWhileOurOwnCallWaits) {
   });
   RunUntil([&] { return registered.has_value(); });
   EXPECT_THAT(*registered, IsOk());
-  EXPECT_THAT(order, ElementsAre("runtime got RegisterPlugin", "plugin got Configure",
-                                 "runtime got Configure answer",
-                                 "plugin got RegisterPlugin answer"));
+  EXPECT_THAT(order,
+              ElementsAre("runtime got RegisterPlugin", "plugin got Configure",
+                          "runtime got Configure answer", "plugin got RegisterPlugin answer"));
 }
 
 TEST_F(TtrpcPeerTest, ManyConcurrentCallsAnsweredInReverseOrder) {
   constexpr int kCalls = 200;
   std::vector<std::pair<std::string, ttrpc::Responder>> held;
-  runtime_->server().Register(kRuntime, "Hold", [&](const ttrpc::CallInfo&, std::string p,
-                                                    ttrpc::Responder done) {
-    held.emplace_back(std::move(p), std::move(done));
-  });
+  runtime_->server().Register(kRuntime, "Hold",
+                              [&](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) {
+                                held.emplace_back(std::move(p), std::move(done));
+                              });
   std::vector<std::string> got(kCalls);
   int completed = 0;
   for (int i = 0; i < kCalls; ++i) {
-    plugin_->client().Call(kRuntime, "Hold", std::to_string(i), 10s,
-                           [&, i](Result<std::string> r) {
-                             ASSERT_THAT(r, IsOk());
-                             got[i] = *r;
-                             ++completed;
-                           });
+    plugin_->client().Call(kRuntime, "Hold", std::to_string(i), 10s, [&, i](Result<std::string> r) {
+      ASSERT_THAT(r, IsOk());
+      got[i] = *r;
+      ++completed;
+    });
   }
   RunUntil([&] { return held.size() == kCalls; });
   EXPECT_EQ(runtime_->server().in_flight(), static_cast<size_t>(kCalls));
@@ -142,21 +137,23 @@ TEST_F(TtrpcPeerTest, ManyConcurrentCallsAnsweredInReverseOrder) {
 }
 
 TEST_F(TtrpcPeerTest, UnknownMethodIsUnimplemented) {
-  plugin_->server().Register(kPlugin, "Configure",
-                             [](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
-                               done(std::string());
-                             });
+  plugin_->server().Register(
+      kPlugin, "Configure",
+      [](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) { done(std::string()); });
   std::optional<Result<std::string>> method, service;
-  runtime_->client().Call(kPlugin, "RunPodSandbox", "", 1s, [&](Result<std::string> r) { method = r; });
-  runtime_->client().Call("other.Service", "X", "", 1s, [&](Result<std::string> r) { service = r; });
+  runtime_->client().Call(kPlugin, "RunPodSandbox", "", 1s,
+                          [&](Result<std::string> r) { method = r; });
+  runtime_->client().Call("other.Service", "X", "", 1s,
+                          [&](Result<std::string> r) { service = r; });
   RunUntil([&] { return method && service; });
   EXPECT_THAT(*method, StatusIs(StatusCode::kUnimplemented, HasSubstr("RunPodSandbox")));
   EXPECT_THAT(*service, StatusIs(StatusCode::kUnimplemented, HasSubstr("other.Service")));
 }
 
 TEST_F(TtrpcPeerTest, LargeMessagesRoundTripAndOverFourMiBIsResourceExhausted) {
-  runtime_->server().Register(kRuntime, "Echo", [](const ttrpc::CallInfo&, std::string p,
-                                                   ttrpc::Responder done) { done(std::move(p)); });
+  runtime_->server().Register(
+      kRuntime, "Echo",
+      [](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) { done(std::move(p)); });
   const std::string big(3 << 20, 'x');
   std::optional<Result<std::string>> ok, too_big;
   plugin_->client().Call(kRuntime, "Echo", big, 10s, [&](Result<std::string> r) { ok = r; });
@@ -174,8 +171,9 @@ TEST_F(TtrpcPeerTest, PeerSendingOverFourMiBGetsResourceExhaustedAndTheConnectio
   std::optional<Status> closed;
   auto plugin = TtrpcPeer::ForPlugin(*loop_, std::move(a), [&](const Status& s) { closed = s; });
   ASSERT_THAT(plugin, IsOk());
-  (*plugin)->server().Register(kPlugin, "Echo", [](const ttrpc::CallInfo&, std::string p,
-                                                   ttrpc::Responder done) { done(std::move(p)); });
+  (*plugin)->server().Register(
+      kPlugin, "Echo",
+      [](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) { done(std::move(p)); });
   ttrpc::Request request;
   request.service = kPlugin;
   request.method = "Echo";
@@ -189,10 +187,10 @@ TEST_F(TtrpcPeerTest, PeerSendingOverFourMiBGetsResourceExhaustedAndTheConnectio
   request.payload = "small";
   std::string wire;
   for (size_t off = 0; off < message.size(); off += kGoReadBufferSize) {
-    ASSERT_THAT(AppendMessageFrames(kPluginServiceConn,
-                                    std::string_view(message).substr(off, kGoReadBufferSize),
-                                    &wire),
-                IsOk());
+    ASSERT_THAT(
+        AppendMessageFrames(kPluginServiceConn,
+                            std::string_view(message).substr(off, kGoReadBufferSize), &wire),
+        IsOk());
   }
   ASSERT_THAT(AppendMessageFrames(kPluginServiceConn,
                                   *ttrpc::EncodeFrame(3, ttrpc::MessageType::kRequest, 0,

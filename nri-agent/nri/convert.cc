@@ -24,8 +24,8 @@ Container FromProto(const api::Container& container) {
   out.name = container.name();
   // Values the runtime may add later map to kUnknown rather than to an invalid enum.
   const int state = container.state();
-  out.state = (state >= 0 && state <= 4) ? static_cast<ContainerState>(state)
-                                         : ContainerState::kUnknown;
+  out.state =
+      (state >= 0 && state <= 4) ? static_cast<ContainerState>(state) : ContainerState::kUnknown;
   out.env.assign(container.env().begin(), container.env().end());
   out.annotations.insert(container.annotations().begin(), container.annotations().end());
   out.cpuset = CpusetFromProto(container.linux().resources());
@@ -86,8 +86,7 @@ void ToProto(const Container& container, api::Container* out) {
   out->set_name(container.name);
   out->set_state(static_cast<api::ContainerState>(container.state));
   for (const std::string& e : container.env) out->add_env(e);
-  out->mutable_annotations()->insert(container.annotations.begin(),
-                                     container.annotations.end());
+  out->mutable_annotations()->insert(container.annotations.begin(), container.annotations.end());
   ToProto(container.cpuset, out->mutable_linux()->mutable_resources());
   out->set_pid(container.pid);
 }

@@ -15,8 +15,14 @@ TEST(Convert, PodRoundTrip) {
 
 TEST(Convert, ContainerRoundTripTable) {
   const Container cases[] = {
-      {"c1", "sb", "app", ContainerState::kRunning, {"A=B", "DRA_CPUSET_x=1-2"}, {{"k", "v"}},
-       {"1-2", "0"}, 42},
+      {"c1",
+       "sb",
+       "app",
+       ContainerState::kRunning,
+       {"A=B", "DRA_CPUSET_x=1-2"},
+       {{"k", "v"}},
+       {"1-2", "0"},
+       42},
       {"c2", "sb", "", ContainerState::kCreated, {}, {}, {"", ""}, 0},
       {"c3", "sb", "x", ContainerState::kStopped, {"E="}, {}, {"5", ""}, 1},
   };

@@ -18,31 +18,30 @@ namespace dracpu::nri {
 namespace {
 
 bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '.' || c == '+' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '.' || c == '+' || c == '-';
 }
 
 // Registers `method` on `server`: parses Req, runs fn(req, &resp), answers resp or the error.
 template <typename Req, typename Resp, typename Fn>
 void Serve(ttrpc::Server& server, const char* method, Fn fn) {
-  server.Register(kPluginService, method,
-                  [method, fn](const ttrpc::CallInfo&, std::string payload,
-                               ttrpc::Responder done) {
-                    Req request;
-                    if (!request.ParseFromString(payload)) {
-                      done(InvalidArgumentError(std::string(method) + ": request of " +
-                                                std::to_string(payload.size()) +
-                                                " bytes does not parse"));
-                      return;
-                    }
-                    Resp response;
-                    Status status = fn(request, &response);
-                    if (!status.ok()) {
-                      done(status);
-                      return;
-                    }
-                    done(response.SerializeAsString());
-                  });
+  server.Register(
+      kPluginService, method,
+      [method, fn](const ttrpc::CallInfo&, std::string payload, ttrpc::Responder done) {
+        Req request;
+        if (!request.ParseFromString(payload)) {
+          done(InvalidArgumentError(std::string(method) + ": request of " +
+                                    std::to_string(payload.size()) + " bytes does not parse"));
+          return;
+        }
+        Resp response;
+        Status status = fn(request, &response);
+        if (!status.ok()) {
+          done(status);
+          return;
+        }
+        done(response.SerializeAsString());
+      });
 }
 
 }  // namespace
@@ -55,8 +54,7 @@ Status ValidatePluginIdentity(std::string_view name, std::string_view index) {
                                   "\": only [a-zA-Z0-9_.+-] allowed");
     }
   }
-  if (index.size() != 2 || index[0] < '0' || index[0] > '9' || index[1] < '0' ||
-      index[1] > '9') {
+  if (index.size() != 2 || index[0] < '0' || index[0] > '9' || index[1] < '0' || index[1] > '9') {
     return InvalidArgumentError("NRI plugin index \"" + std::string(index) +
                                 "\": must be two digits 00..99");
   }
@@ -87,10 +85,10 @@ Result<UniqueFd> AdoptPluginSocket(std::string_view env_value) {
                                 "\": not a file descriptor number");
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus("NRI_PLUGIN_SOCKET fd " + std::to_string(fd), errno);
+  if (::fstat(fd, &st) != 0)
+    return ErrnoStatus("NRI_PLUGIN_SOCKET fd " + std::to_string(fd), errno);
   if (!S_ISSOCK(st.st_mode)) {
-    return InvalidArgumentError("NRI_PLUGIN_SOCKET fd " + std::to_string(fd) +
-                                " is not a socket");
+    return InvalidArgumentError("NRI_PLUGIN_SOCKET fd " + std::to_string(fd) + " is not a socket");
   }
   // Inherited descriptors do not get O_CLOEXEC from us otherwise.
   ::fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -111,8 +109,9 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(loop::EventLoop& loop, UniqueFd tr
   std::unique_ptr<Plugin> plugin(new Plugin(loop, std::move(options), handler));
   Plugin* raw = plugin.get();
   ASSIGN_OR_RETURN(plugin->peer_,
-                   mux::TtrpcPeer::ForPlugin(loop, std::move(trunk),
-                                             [raw](const Status& reason) { raw->OnClosed(reason); }));
+                   mux::TtrpcPeer::ForPlugin(loop, std::move(trunk), [raw](const Status& reason) {
+                     raw->OnClosed(reason);
+                   }));
   plugin->RegisterHandlers();
 
   api::RegisterPluginRequest request;
@@ -120,19 +119,20 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(loop::EventLoop& loop, UniqueFd tr
   request.set_plugin_idx(plugin->options_.index);
   request.set_nri_version(plugin->options_.nri_version);
   std::weak_ptr<Plugin*> weak = plugin->self_;
-  plugin->peer_->client().Call(
-      kRuntimeService, "RegisterPlugin", request.SerializeAsString(),
-      plugin->options_.register_timeout, [weak](Result<std::string> reply) {
-        std::shared_ptr<Plugin*> self = weak.lock();
-        if (!self) return;
-        Plugin* p = *self;
-        if (!reply.ok()) {
-          p->Close(reply.status().WithContext("RegisterPlugin"));
-          return;
-        }
-        p->registered_ = true;
-        if (p->state_ == State::kRegistering) p->state_ = State::kRegistered;
-      });
+  plugin->peer_->client().Call(kRuntimeService, "RegisterPlugin", request.SerializeAsString(),
+                               plugin->options_.register_timeout,
+                               [weak](Result<std::string> reply) {
+                                 std::shared_ptr<Plugin*> self = weak.lock();
+                                 if (!self) return;
+                                 Plugin* p = *self;
+                                 if (!reply.ok()) {
+                                   p->Close(reply.status().WithContext("RegisterPlugin"));
+                                   return;
+                                 }
+                                 p->registered_ = true;
+                                 if (p->state_ == State::kRegistering)
+                                   p->state_ = State::kRegistered;
+                               });
   return plugin;
 }
 
@@ -196,8 +196,7 @@ void Plugin::RegisterHandlers() {
       server, "UpdateContainer",
       [this](const api::UpdateContainerRequest& req, api::UpdateContainerResponse* resp) {
         ASSIGN_OR_RETURN(const std::vector<CpusetUpdate> updates,
-                         handler_.UpdateContainer(FromProto(req.pod()),
-                                                  FromProto(req.container()),
+                         handler_.UpdateContainer(FromProto(req.pod()), FromProto(req.container()),
                                                   CpusetFromProto(req.linux_resources())));
         for (const CpusetUpdate& u : updates) ToProto(u, resp->add_update());
         return Status::Ok();
@@ -207,8 +206,7 @@ void Plugin::RegisterHandlers() {
       server, "StopContainer",
       [this](const api::StopContainerRequest& req, api::StopContainerResponse* resp) {
         ASSIGN_OR_RETURN(const std::vector<CpusetUpdate> updates,
-                         handler_.StopContainer(FromProto(req.pod()),
-                                                FromProto(req.container())));
+                         handler_.StopContainer(FromProto(req.pod()), FromProto(req.container())));
         for (const CpusetUpdate& u : updates) ToProto(u, resp->add_update());
         return Status::Ok();
       });

@@ -82,14 +82,14 @@ class PluginTest : public ::testing::Test {
     auto runtime = mux::TtrpcPeer::ForRuntime(*loop_, UniqueFd(sv[1]), nullptr);
     EXPECT_THAT(runtime, IsOk());
     runtime_ = std::move(runtime).value();
-    runtime_->server().Register(kRuntimeService, "RegisterPlugin",
-                                [this](const ttrpc::CallInfo&, std::string p,
-                                       ttrpc::Responder done) {
-                                  api::RegisterPluginRequest req;
-                                  ASSERT_TRUE(req.ParseFromString(p));
-                                  registered_as_ = req.plugin_idx() + "-" + req.plugin_name();
-                                  register_done_ = std::move(done);
-                                });
+    runtime_->server().Register(
+        kRuntimeService, "RegisterPlugin",
+        [this](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) {
+          api::RegisterPluginRequest req;
+          ASSERT_TRUE(req.ParseFromString(p));
+          registered_as_ = req.plugin_idx() + "-" + req.plugin_name();
+          register_done_ = std::move(done);
+        });
   }
 
   void StartPlugin(PluginOptions options = {}) {
@@ -128,8 +128,10 @@ class PluginTest : public ::testing::Test {
     auto resp = CallPlugin<api::ConfigureResponse>("Configure", configure);
     ASSERT_THAT(resp, IsOk());
     register_done_(std::string());
-    RunUntil([&] { return plugin_->state() == Plugin::State::kRegistered ||
-                          plugin_->state() == Plugin::State::kConfigured; });
+    RunUntil([&] {
+      return plugin_->state() == Plugin::State::kRegistered ||
+             plugin_->state() == Plugin::State::kConfigured;
+    });
   }
 
   std::unique_ptr<loop::EventLoop> loop_;
@@ -263,9 +265,8 @@ TEST_F(PluginTest, EventsDispatchAndStateChangeRemoveFallsBackToRemoveContainer)
   ASSERT_THAT(CallPlugin<api::Empty>("StateChange", ev), IsOk());
   EXPECT_THAT(CallPlugin<api::Empty>("RunPodSandbox", api::Empty()),
               StatusIs(StatusCode::kUnimplemented));
-  EXPECT_THAT(handler_.calls,
-              ElementsAre("Configure", "UpdateContainer c 0-63", "StopContainer c",
-                          "RemoveContainer c", "RemoveContainer d"));
+  EXPECT_THAT(handler_.calls, ElementsAre("Configure", "UpdateContainer c 0-63", "StopContainer c",
+                                          "RemoveContainer c", "RemoveContainer d"));
 }
 
 TEST_F(PluginTest, UnsolicitedUpdateContainersIsAsynchronous) {

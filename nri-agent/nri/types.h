@@ -110,8 +110,8 @@ class PluginHandler {
 
   // Every pod and container the runtime has (chunks already joined). Returns updates that
   // re-assert cpusets after a plugin or runtime restart.
-  virtual Result<std::vector<CpusetUpdate>> Synchronize(const std::vector<Pod>& pods,
-                                                        const std::vector<Container>& containers) = 0;
+  virtual Result<std::vector<CpusetUpdate>> Synchronize(
+      const std::vector<Pod>& pods, const std::vector<Container>& containers) = 0;
 
   virtual Result<CreateContainerResult> CreateContainer(const Pod& pod,
                                                         const Container& container) = 0;
@@ -126,7 +126,9 @@ class PluginHandler {
   virtual Status RemoveContainer(const Pod& pod, const Container& container) = 0;
 
   // The connection is gone (runtime closed it, registration failed, protocol error, or the
-  // agent closed it). Nothing else is called afterwards.
+  // agent closed it). Nothing else is called afterwards. Runs inside the Plugin: do not destroy
+  // it from here; Post that (and the reconnect) to the loop. Not called when the Plugin is
+  // destroyed while connected.
   virtual void Disconnected(const Status& reason) = 0;
 };
 

@@ -44,11 +44,9 @@ void Client::Call(std::string_view service, std::string_view method, std::string
   request.method = std::string(method);
   request.payload = std::move(payload);
   request.timeout_nano = timeout.count() > 0 ? timeout.count() : 0;
-  Result<std::string> frame =
-      EncodeFrame(id, MessageType::kRequest, 0, EncodeRequest(request));
+  Result<std::string> frame = EncodeFrame(id, MessageType::kRequest, 0, EncodeRequest(request));
   if (!frame.ok()) {
-    FailLater(std::move(done), frame.status().WithContext(request.service + "/" +
-                                                          request.method));
+    FailLater(std::move(done), frame.status().WithContext(request.service + "/" + request.method));
     return;
   }
   // Registered before sending: a sink that delivers synchronously may bring the answer back
@@ -96,10 +94,9 @@ Status Client::OnBytes(std::string_view bytes) {
     // Answers to streams we gave up on (timeout) or never opened are dropped, as in Go.
     if (pending_.count(id) == 0) continue;
     if (frame.oversized) {
-      Complete(id, ResourceExhaustedError("ttrpc response of " +
-                                          std::to_string(frame.header.length) +
-                                          " bytes exceeds the maximum of " +
-                                          std::to_string(kMaxMessageSize)));
+      Complete(id, ResourceExhaustedError(
+                       "ttrpc response of " + std::to_string(frame.header.length) +
+                       " bytes exceeds the maximum of " + std::to_string(kMaxMessageSize)));
       continue;
     }
     Result<Response> response = DecodeResponse(frame.data);

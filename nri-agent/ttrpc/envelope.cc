@@ -55,8 +55,8 @@ Result<Response> DecodeResponse(std::string_view bytes) {
   Response response;
   const int32_t code = pb.has_status() ? pb.status().code() : 0;
   if (code != 0) {
-    const StatusCode status_code = (code >= 1 && code <= 16) ? static_cast<StatusCode>(code)
-                                                             : StatusCode::kUnknown;
+    const StatusCode status_code =
+        (code >= 1 && code <= 16) ? static_cast<StatusCode>(code) : StatusCode::kUnknown;
     response.status = Status(status_code, pb.status().message());
   } else {
     response.payload = std::move(*pb.mutable_payload());

@@ -14,9 +14,9 @@
 namespace dracpu::ttrpc {
 
 struct Request {
-  std::string service;  // "nri.pkg.api.v1alpha1.Plugin"
-  std::string method;   // "Configure"
-  std::string payload;  // serialized request message
+  std::string service;       // "nri.pkg.api.v1alpha1.Plugin"
+  std::string method;        // "Configure"
+  std::string payload;       // serialized request message
   int64_t timeout_nano = 0;  // remaining client deadline; 0 = none
   std::vector<std::pair<std::string, std::string>> metadata;
 };

@@ -44,9 +44,9 @@ Result<std::string> EncodeFrame(uint32_t stream_id, MessageType type, uint8_t fl
                                   std::to_string(kMaxMessageSize));
   }
   std::string frame(kFrameHeaderSize + data.size(), '\0');
-  EncodeFrameHeader(FrameHeader{static_cast<uint32_t>(data.size()), stream_id,
-                                static_cast<uint8_t>(type), flags},
-                    frame.data());
+  EncodeFrameHeader(
+      FrameHeader{static_cast<uint32_t>(data.size()), stream_id, static_cast<uint8_t>(type), flags},
+      frame.data());
   std::copy(data.begin(), data.end(), frame.begin() + kFrameHeaderSize);
   return frame;
 }
@@ -58,11 +58,19 @@ Status FrameDecoder::Feed(std::string_view bytes, std::vector<Frame>* out) {
     skipping_ -= drop;
     bytes.remove_prefix(drop);
   }
-  buffer_.append(bytes);
-  while (true) {
-    const size_t available = buffer_.size() - consumed_;
-    if (available < kFrameHeaderSize) break;
-    const FrameHeader header = DecodeFrameHeader(buffer_.data() + consumed_);
+  // With nothing pending, frames are decoded straight from `bytes` and only an incomplete tail
+  // is kept: the common case (whole frames per read) then costs no extra copy.
+  const bool direct = consumed_ == buffer_.size();
+  if (direct) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else {
+    buffer_.append(bytes);
+  }
+  const std::string_view src = direct ? bytes : std::string_view(buffer_).substr(consumed_);
+  size_t pos = 0;
+  while (src.size() - pos >= kFrameHeaderSize) {
+    const FrameHeader header = DecodeFrameHeader(src.data() + pos);
     if ((header.length >> 24) != 0) {
       poisoned_ = true;
       buffer_.clear();
@@ -71,19 +79,24 @@ Status FrameDecoder::Feed(std::string_view bytes, std::vector<Frame>* out) {
                            " bytes (reserved top byte set): not a ttrpc stream");
     }
     if (header.length > kMaxMessageSize) {
-      consumed_ += kFrameHeaderSize;
-      const size_t held = std::min<size_t>(header.length, buffer_.size() - consumed_);
-      consumed_ += held;
+      pos += kFrameHeaderSize;
+      const size_t held = std::min<size_t>(header.length, src.size() - pos);
+      pos += held;
       skipping_ = header.length - held;
       out->push_back(Frame{header, std::string(), true});
-      if (skipping_ > 0) break;  // everything buffered was dropped
+      if (skipping_ > 0) break;  // everything held was dropped
       continue;
     }
-    if (available < kFrameHeaderSize + header.length) break;
-    const char* data = buffer_.data() + consumed_ + kFrameHeaderSize;
-    out->push_back(Frame{header, std::string(data, header.length), false});
-    consumed_ += kFrameHeaderSize + header.length;
+    if (src.size() - pos < kFrameHeaderSize + header.length) break;
+    out->push_back(
+        Frame{header, std::string(src.substr(pos + kFrameHeaderSize, header.length)), false});
+    pos += kFrameHeaderSize + header.length;
   }
+  if (direct) {
+    buffer_.assign(src.substr(pos));
+    return Status::Ok();
+  }
+  consumed_ += pos;
   // Compact: drop the decoded prefix once it dominates, so a long-lived stream does not grow and
   // a large frame arriving in pieces is not copied per piece.
   if (consumed_ == buffer_.size()) {

@@ -67,7 +67,7 @@ class FrameDecoder {
 
  private:
   std::string buffer_;
-  size_t consumed_ = 0;   // prefix of buffer_ already decoded
+  size_t consumed_ = 0;    // prefix of buffer_ already decoded
   uint64_t skipping_ = 0;  // data bytes of an oversized frame still to drop
   bool poisoned_ = false;
 };

@@ -26,8 +26,7 @@ TEST(TtrpcFrame, HeaderCodecTable) {
   const HeaderCase cases[] = {
       {{0, 1, 1, 0}, Bytes({0, 0, 0, 0, 0, 0, 0, 1, 1, 0})},
       {{5, 3, 2, 0}, Bytes({0, 0, 0, 5, 0, 0, 0, 3, 2, 0})},
-      {{kMaxMessageSize, 0x01020304, 3, 0x05},
-       Bytes({0, 0x40, 0, 0, 1, 2, 3, 4, 3, 5})},
+      {{kMaxMessageSize, 0x01020304, 3, 0x05}, Bytes({0, 0x40, 0, 0, 1, 2, 3, 4, 3, 5})},
       {{0xFFFFFFFF, 0xFFFFFFFF, 0xFF, 0xFF},
        Bytes({0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF})},
   };
@@ -40,8 +39,7 @@ TEST(TtrpcFrame, HeaderCodecTable) {
 }
 
 TEST(TtrpcFrame, EncodeFrameRefusesOverFourMiB) {
-  EXPECT_THAT(EncodeFrame(1, MessageType::kRequest, 0, std::string(kMaxMessageSize, 'x')),
-              IsOk());
+  EXPECT_THAT(EncodeFrame(1, MessageType::kRequest, 0, std::string(kMaxMessageSize, 'x')), IsOk());
   EXPECT_THAT(EncodeFrame(1, MessageType::kRequest, 0, std::string(kMaxMessageSize + 1, 'x')),
               StatusIs(StatusCode::kResourceExhausted));
 }
@@ -93,8 +91,12 @@ TEST(TtrpcFrame, OversizedFrameIsReportedSkippedAndTheStreamContinues) {
   stream += *EncodeFrame(7, MessageType::kRequest, 0, "ok");
   // Cuts inside the header, at the data start, in the middle, one short of its end, at the next
   // frame: the skip must account exactly for the announced length every time.
-  const size_t cuts[] = {3, kFrameHeaderSize, 1000, kFrameHeaderSize + length - 1,
-                         kFrameHeaderSize + length, stream.size() - 1};
+  const size_t cuts[] = {3,
+                         kFrameHeaderSize,
+                         1000,
+                         kFrameHeaderSize + length - 1,
+                         kFrameHeaderSize + length,
+                         stream.size() - 1};
   for (size_t cut : cuts) {
     SCOPED_TRACE(cut);
     FrameDecoder decoder;

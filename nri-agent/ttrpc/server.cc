@@ -83,8 +83,8 @@ void Server::HandleRequest(const Frame& frame) {
                                      : "service " + request->service));
     return;
   }
-  CallInfo call{id, std::move(request->service), std::move(request->method),
-                request->timeout_nano, std::move(request->metadata)};
+  CallInfo call{id, std::move(request->service), std::move(request->method), request->timeout_nano,
+                std::move(request->metadata)};
   ++shared_->in_flight;
   std::weak_ptr<Shared> weak = shared_;
   auto answered = std::make_shared<bool>(false);

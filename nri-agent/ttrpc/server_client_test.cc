@@ -77,7 +77,7 @@ class ServerTest : public ::testing::Test {
 
 struct ServerCase {
   const char* name;
-  std::string input;        // bytes the client sends
+  std::string input;  // bytes the client sends
   uint32_t want_stream;
   StatusCode want_code;
   std::string want_message;  // substring
@@ -90,14 +90,14 @@ TEST_F(ServerTest, AnswersTable) {
   oversized += std::string(kMaxMessageSize + 1, 'o');
   const ServerCase cases[] = {
       {"echo", RequestFrame(1, "svc", "Echo", "hi"), 1, StatusCode::kOk, "", "hi"},
-      {"handler error", RequestFrame(1, "svc", "Fail"), 1, StatusCode::kFailedPrecondition,
-       "nope", ""},
+      {"handler error", RequestFrame(1, "svc", "Fail"), 1, StatusCode::kFailedPrecondition, "nope",
+       ""},
       {"unknown method", RequestFrame(1, "svc", "Nope"), 1, StatusCode::kUnimplemented,
        "method Nope", ""},
       {"unknown service", RequestFrame(3, "other", "Echo"), 3, StatusCode::kUnimplemented,
        "service other", ""},
-      {"even stream id", RequestFrame(2, "svc", "Echo"), 2, StatusCode::kInvalidArgument,
-       "odd", ""},
+      {"even stream id", RequestFrame(2, "svc", "Echo"), 2, StatusCode::kInvalidArgument, "odd",
+       ""},
       {"request over 4 MiB", oversized, 1, StatusCode::kResourceExhausted, "exceeds", ""},
       {"answer over 4 MiB", RequestFrame(1, "svc", "Big"), 1, StatusCode::kResourceExhausted,
        "exceeds", ""},
@@ -108,9 +108,8 @@ TEST_F(ServerTest, AnswersTable) {
     SCOPED_TRACE(c.name);
     QueueSink sink;
     Server server(sink);
-    server.Register("svc", "Echo", [](const CallInfo&, std::string p, Responder done) {
-      done(std::move(p));
-    });
+    server.Register("svc", "Echo",
+                    [](const CallInfo&, std::string p, Responder done) { done(std::move(p)); });
     server.Register("svc", "Big", [](const CallInfo&, std::string, Responder done) {
       done(std::string(kMaxMessageSize, 'b'));
     });
@@ -157,9 +156,8 @@ TEST(Server, DeferredAnswersKeepOtherCallsFlowingAndASecondAnswerIsDropped) {
     EXPECT_EQ(call.method, "Hold");
     held.push_back(std::move(done));
   });
-  server.Register("svc", "Echo", [](const CallInfo&, std::string p, Responder done) {
-    done(std::move(p));
-  });
+  server.Register("svc", "Echo",
+                  [](const CallInfo&, std::string p, Responder done) { done(std::move(p)); });
   ASSERT_THAT(server.OnBytes(RequestFrame(1, "svc", "Hold")), IsOk());
   ASSERT_THAT(server.OnBytes(RequestFrame(3, "svc", "Echo", "e")), IsOk());
   EXPECT_EQ(server.in_flight(), 1u);
@@ -198,8 +196,7 @@ class ClientTest : public ::testing::Test {
 
   // Delivers everything queued, both ways, until quiet.
   void Pump() {
-    for (int i = 0; i < 100 && !(to_server_.messages.empty() && to_client_.messages.empty());
-         ++i) {
+    for (int i = 0; i < 100 && !(to_server_.messages.empty() && to_client_.messages.empty()); ++i) {
       while (!to_server_.messages.empty()) {
         std::string m = std::move(to_server_.messages.front());
         to_server_.messages.pop_front();
@@ -226,7 +223,8 @@ class ClientTest : public ::testing::Test {
 TEST_F(ClientTest, StreamIdsAreOddAndIncreasing) {
   for (int i = 0; i < 3; ++i) client_.Call("svc", "M", "", 0ns, [](Result<std::string>) {});
   std::vector<uint32_t> ids;
-  for (const std::string& m : to_server_.messages) ids.push_back(DecodeFrameHeader(m.data()).stream_id);
+  for (const std::string& m : to_server_.messages)
+    ids.push_back(DecodeFrameHeader(m.data()).stream_id);
   EXPECT_THAT(ids, ElementsAre(1u, 3u, 5u));
   EXPECT_EQ(client_.pending(), 3u);
 }
@@ -288,12 +286,15 @@ TEST_F(ClientTest, TimeoutFailsTheCallAndTheLateAnswerIsDropped) {
 
 TEST_F(ClientTest, CloseFailsPendingAndLaterCallsOutsideCall) {
   std::vector<StatusCode> codes;
-  client_.Call("svc", "A", "", 1h, [&](Result<std::string> r) { codes.push_back(r.status().code()); });
-  client_.Call("svc", "B", "", 0ns, [&](Result<std::string> r) { codes.push_back(r.status().code()); });
+  client_.Call("svc", "A", "", 1h,
+               [&](Result<std::string> r) { codes.push_back(r.status().code()); });
+  client_.Call("svc", "B", "", 0ns,
+               [&](Result<std::string> r) { codes.push_back(r.status().code()); });
   client_.OnClosed(UnavailableError("peer gone"));
   EXPECT_THAT(codes, ElementsAre(StatusCode::kUnavailable, StatusCode::kUnavailable));
   EXPECT_EQ(loop_->timer_count(), 0u);  // the 1 h timer is cancelled
-  client_.Call("svc", "C", "", 0ns, [&](Result<std::string> r) { codes.push_back(r.status().code()); });
+  client_.Call("svc", "C", "", 0ns,
+               [&](Result<std::string> r) { codes.push_back(r.status().code()); });
   EXPECT_EQ(codes.size(), 2u);  // not from inside Call()
   RunLoop();
   EXPECT_THAT(codes, ElementsAre(StatusCode::kUnavailable, StatusCode::kUnavailable,

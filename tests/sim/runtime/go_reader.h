@@ -34,9 +34,9 @@ class GoTtrpcReader {
 
  private:
   std::deque<std::string> frames_;
-  std::string buffer_;       // bufio's unread bytes
-  std::string message_;      // the message being assembled
-  size_t want_ = 10;         // bytes message_ must reach for the current ReadFull
+  std::string buffer_;   // bufio's unread bytes
+  std::string message_;  // the message being assembled
+  size_t want_ = 10;     // bytes message_ must reach for the current ReadFull
   bool in_header_ = true;
   Status failed_;
 };

@@ -34,8 +34,8 @@ Result<std::vector<std::string>> ReadAll(const std::string& wire) {
 
 TEST(GoReader, AcceptsEveryMessageOurMultiplexerWrites) {
   // Sizes around every boundary the reader has, and a long mixed stream.
-  const size_t sizes[] = {0, 1, 4086, 4087, 4095, 4096, 4097, 8182, 8192, 100000,
-                          ttrpc::kMaxMessageSize};
+  const size_t sizes[] = {
+      0, 1, 4086, 4087, 4095, 4096, 4097, 8182, 8192, 100000, ttrpc::kMaxMessageSize};
   std::string wire;
   std::vector<std::string> sent;
   uint32_t stream = 1;
@@ -62,19 +62,21 @@ struct FramingCase {
 };
 
 TEST(GoReader, FramingsTable) {
-  const std::string m1 = Message(3000, 1);   // 3010 bytes
-  const std::string m2 = Message(6000, 3);   // 6010 bytes
+  const std::string m1 = Message(3000, 1);  // 3010 bytes
+  const std::string m2 = Message(6000, 3);  // 6010 bytes
   const std::string m3 = Message(20, 5);
   const FramingCase cases[] = {
       {"small message, one frame", {m1}, true},
       {"two small messages in one frame", {m1 + m3}, true},
       {"small messages cut anywhere in frames <= 4096", {m1.substr(0, 7), m1.substr(7) + m3}, true},
       {"large message as 4096 + rest", {m2.substr(0, 4096), m2.substr(4096)}, true},
-      {"large message in many small frames", {m2.substr(0, 100), m2.substr(100, 4000),
-                                              m2.substr(4100)}, true},
+      {"large message in many small frames",
+       {m2.substr(0, 100), m2.substr(100, 4000), m2.substr(4100)},
+       true},
       {"large message in one frame", {m2}, false},
       {"end of one message and start of the next over 4096",
-       {m2.substr(0, 4096), m2.substr(4096) + m1}, false},
+       {m2.substr(0, 4096), m2.substr(4096) + m1},
+       false},
   };
   for (const FramingCase& c : cases) {
     std::string wire;

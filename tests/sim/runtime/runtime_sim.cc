@@ -1,5 +1,6 @@
 #include "tests/sim/runtime/runtime_sim.h"
 
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -10,6 +11,7 @@
 #include <set>
 #include <vector>
 
+#include "common/cpu_set.h"
 #include "nri-agent/mux/multiplexer.h"
 #include "nri-agent/nri/convert.h"
 #include "nri-agent/nri/plugin.h"
@@ -86,14 +88,14 @@ Result<std::unique_ptr<RuntimeSimulator>> RuntimeSimulator::Listen(loop::EventLo
   sim->socket_path_ = socket_path;
   sim->listen_fd_ = std::move(fd);
   RuntimeSimulator* raw = sim.get();
-  ASSIGN_OR_RETURN(sim->listen_watch_,
-                   loop.Watch(sim->listen_fd_.get(), EPOLLIN, [raw](uint32_t) { raw->OnAccept(); }));
+  ASSIGN_OR_RETURN(sim->listen_watch_, loop.Watch(sim->listen_fd_.get(), EPOLLIN,
+                                                  [raw](uint32_t) { raw->OnAccept(); }));
   return sim;
 }
 
 void RuntimeSimulator::OnAccept() {
   UniqueFd conn(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  if (!conn) return;  // EAGAIN or a connection that went away
+  if (!conn) return;                     // EAGAIN or a connection that went away
   Adopt(std::move(conn)).IgnoreError();  // a refused second plugin is closed; nothing to report
 }
 
@@ -108,10 +110,9 @@ Status RuntimeSimulator::Adopt(UniqueFd fd) {
   auto conn = std::make_unique<Conn>();
   Conn* c = conn.get();
   std::weak_ptr<RuntimeSimulator*> weak = self_;
-  ASSIGN_OR_RETURN(conn->mux, mux::Multiplexer::Create(loop_, std::move(fd),
-                                                       [this](const Status& reason) {
-                                                         ClosePlugin(reason);
-                                                       }));
+  ASSIGN_OR_RETURN(conn->mux,
+                   mux::Multiplexer::Create(loop_, std::move(fd),
+                                            [this](const Status& reason) { ClosePlugin(reason); }));
   conn->server = std::make_unique<ttrpc::Server>(conn->mux->Sink(mux::kRuntimeServiceConn));
   conn->client = std::make_unique<ttrpc::Client>(conn->mux->Sink(mux::kPluginServiceConn), loop_);
   conn->mux->Open(mux::kPluginServiceConn, [c](std::string_view frame) -> Status {
@@ -134,70 +135,72 @@ Status RuntimeSimulator::Adopt(UniqueFd fd) {
     return Status::Ok();
   });
 
-  conn->server->Register(kRuntimeService, "RegisterPlugin",
-                         [this, c](const ttrpc::CallInfo&, std::string payload,
-                                   ttrpc::Responder done) {
-    api::RegisterPluginRequest req;
-    if (!req.ParseFromString(payload)) {
-      done(InvalidArgumentError("RegisterPlugin does not parse"));
-      return;
-    }
-    if (Status valid = nri::ValidatePluginIdentity(req.plugin_name(), req.plugin_idx());
-        !valid.ok()) {
-      done(valid);
-      ClosePlugin(valid.WithContext("registration"));
-      return;
-    }
-    if (c->registration_timer != 0) loop_.CancelTimer(c->registration_timer);
-    c->registration_timer = 0;
-    plugin_id_ = req.plugin_idx() + "-" + req.plugin_name();
-    api::ConfigureRequest configure;
-    configure.set_runtime_name(options_.runtime_name);
-    configure.set_runtime_version(options_.runtime_version);
-    configure.set_registration_timeout(options_.registration_timeout.count());
-    configure.set_request_timeout(options_.request_timeout.count());
-    if (NriMinorVersion(options_.nri_version) >= 12) configure.set_nri_version(options_.nri_version);
-    if (!options_.configure_before_register_reply) done(std::string());
-    const bool reply_later = options_.configure_before_register_reply;
-    CallPlugin("Configure", configure.SerializeAsString(), options_.request_timeout,
-               [this, done, reply_later](Result<std::string> reply) {
-                 if (reply_later) done(std::string());
-                 if (!conn_) return;
-                 api::ConfigureResponse resp;
-                 if (!reply.ok() || !resp.ParseFromString(*reply)) {
-                   ClosePlugin(reply.ok() ? DataLossError("Configure answer does not parse")
-                                          : reply.status().WithContext("Configure"));
-                   return;
-                 }
-                 const nri::EventMask valid =
-                     NriMinorVersion(options_.nri_version) <= 9 ? 0x7FF : 0x3FFF;
-                 if ((resp.events() & ~valid) != 0) {
-                   ClosePlugin(InvalidArgumentError("invalid plugin events " +
-                                                    std::to_string(resp.events())));
-                   return;
-                 }
-                 events_ = resp.events() == 0 ? valid : resp.events();
-                 StartSynchronize();
-               });
-  });
+  conn->server->Register(
+      kRuntimeService, "RegisterPlugin",
+      [this, c](const ttrpc::CallInfo&, std::string payload, ttrpc::Responder done) {
+        api::RegisterPluginRequest req;
+        if (!req.ParseFromString(payload)) {
+          done(InvalidArgumentError("RegisterPlugin does not parse"));
+          return;
+        }
+        if (Status valid = nri::ValidatePluginIdentity(req.plugin_name(), req.plugin_idx());
+            !valid.ok()) {
+          done(valid);
+          ClosePlugin(valid.WithContext("registration"));
+          return;
+        }
+        if (c->registration_timer != 0) loop_.CancelTimer(c->registration_timer);
+        c->registration_timer = 0;
+        plugin_id_ = req.plugin_idx() + "-" + req.plugin_name();
+        api::ConfigureRequest configure;
+        configure.set_runtime_name(options_.runtime_name);
+        configure.set_runtime_version(options_.runtime_version);
+        configure.set_registration_timeout(options_.registration_timeout.count());
+        configure.set_request_timeout(options_.request_timeout.count());
+        if (NriMinorVersion(options_.nri_version) >= 12)
+          configure.set_nri_version(options_.nri_version);
+        if (!options_.configure_before_register_reply) done(std::string());
+        const bool reply_later = options_.configure_before_register_reply;
+        CallPlugin("Configure", configure.SerializeAsString(), options_.request_timeout,
+                   [this, done, reply_later](Result<std::string> reply) {
+                     if (reply_later) done(std::string());
+                     if (!conn_) return;
+                     api::ConfigureResponse resp;
+                     if (!reply.ok() || !resp.ParseFromString(*reply)) {
+                       ClosePlugin(reply.ok() ? DataLossError("Configure answer does not parse")
+                                              : reply.status().WithContext("Configure"));
+                       return;
+                     }
+                     const nri::EventMask valid =
+                         NriMinorVersion(options_.nri_version) <= 9 ? 0x7FF : 0x3FFF;
+                     if ((resp.events() & ~valid) != 0) {
+                       ClosePlugin(InvalidArgumentError("invalid plugin events " +
+                                                        std::to_string(resp.events())));
+                       return;
+                     }
+                     events_ = resp.events() == 0 ? valid : resp.events();
+                     StartSynchronize();
+                   });
+      });
 
-  conn->server->Register(kRuntimeService, "UpdateContainers",
-                         [this](const ttrpc::CallInfo&, std::string payload, ttrpc::Responder done) {
-    api::UpdateContainersRequest req;
-    if (!req.ParseFromString(payload)) {
-      done(InvalidArgumentError("UpdateContainers does not parse"));
-      return;
-    }
-    api::UpdateContainersResponse resp;
-    for (const auto& u : req.update()) {
-      if (containers_.count(u.container_id()) == 0) {
-        *resp.add_failed() = u;  // an unknown container cannot be updated
-        continue;
-      }
-      ApplyUpdate(nri::FromProto(u));
-    }
-    done(resp.SerializeAsString());
-  });
+  conn->server->Register(
+      kRuntimeService, "UpdateContainers",
+      [this](const ttrpc::CallInfo&, std::string payload, ttrpc::Responder done) {
+        api::UpdateContainersRequest req;
+        if (!req.ParseFromString(payload)) {
+          done(InvalidArgumentError("UpdateContainers does not parse"));
+          return;
+        }
+        api::UpdateContainersResponse resp;
+        for (const auto& u : req.update()) {
+          if (containers_.count(u.container_id()) == 0) {
+            *resp.add_failed() = u;  // an unknown container cannot be updated
+            continue;
+          }
+          ApplyUpdate(nri::FromProto(u));
+        }
+        done(resp.SerializeAsString());
+      });
 
   conn_ = std::move(conn);
   c->registration_timer = loop_.AddTimer(options_.registration_timeout, [weak]() {
@@ -230,8 +233,7 @@ void RuntimeSimulator::CallPlugin(const std::string& method, std::string payload
                                   std::chrono::milliseconds timeout,
                                   std::function<void(Result<std::string>)> done) {
   if (!conn_) {
-    loop_.AddTimer(std::chrono::nanoseconds(0),
-                   [done]() { done(UnavailableError("no plugin")); });
+    loop_.AddTimer(std::chrono::nanoseconds(0), [done]() { done(UnavailableError("no plugin")); });
     return;
   }
   std::weak_ptr<RuntimeSimulator*> weak = self_;
@@ -279,31 +281,31 @@ void RuntimeSimulator::StartSynchronize() {
   auto send = std::make_shared<std::function<void(size_t)>>();
   auto chunk_list = std::make_shared<std::vector<api::SynchronizeRequest>>(std::move(chunks));
   *send = [this, send, chunk_list, deadline](size_t i) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    CallPlugin("Synchronize", (*chunk_list)[i].SerializeAsString(),
-               std::max(left, std::chrono::milliseconds(1)),
-               [this, send, chunk_list, i](Result<std::string> reply) {
-                 if (!conn_) return;
-                 api::SynchronizeResponse resp;
-                 if (!reply.ok() || !resp.ParseFromString(*reply)) {
-                   ClosePlugin(reply.ok() ? DataLossError("Synchronize answer does not parse")
-                                          : reply.status().WithContext("Synchronize"));
-                   return;
-                 }
-                 if (i + 1 < chunk_list->size()) {
-                   if (!resp.more() || resp.update_size() != 0) {
-                     ClosePlugin(FailedPreconditionError(
-                         "plugin does not handle split sync requests"));
-                     return;
-                   }
-                   (*send)(i + 1);
-                   return;
-                 }
-                 for (const auto& u : resp.update()) ApplyUpdate(nri::FromProto(u));
-                 conn_->state = PluginState::kReady;
-                 *send = nullptr;  // break the self-reference
-               });
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    CallPlugin(
+        "Synchronize", (*chunk_list)[i].SerializeAsString(),
+        std::max(left, std::chrono::milliseconds(1)),
+        [this, send, chunk_list, i](Result<std::string> reply) {
+          if (!conn_) return;
+          api::SynchronizeResponse resp;
+          if (!reply.ok() || !resp.ParseFromString(*reply)) {
+            ClosePlugin(reply.ok() ? DataLossError("Synchronize answer does not parse")
+                                   : reply.status().WithContext("Synchronize"));
+            return;
+          }
+          if (i + 1 < chunk_list->size()) {
+            if (!resp.more() || resp.update_size() != 0) {
+              ClosePlugin(FailedPreconditionError("plugin does not handle split sync requests"));
+              return;
+            }
+            (*send)(i + 1);
+            return;
+          }
+          for (const auto& u : resp.update()) ApplyUpdate(nri::FromProto(u));
+          conn_->state = PluginState::kReady;
+          *send = nullptr;  // break the self-reference
+        });
   };
   (*send)(0);
 }
@@ -317,12 +319,33 @@ void RuntimeSimulator::ApplyUpdate(const nri::CpusetUpdate& update) {
   if (it == containers_.end()) return;
   if (!update.cpuset.cpus.empty()) it->second.container.cpuset.cpus = update.cpuset.cpus;
   if (!update.cpuset.mems.empty()) it->second.container.cpuset.mems = update.cpuset.mems;
+  if (!update.cpuset.cpus.empty()) ApplyAffinity(it->second.container);
+}
+
+void RuntimeSimulator::ApplyAffinity(const nri::Container& container) {
+  if (!options_.apply_affinity || container.pid == 0 || container.cpuset.cpus.empty()) return;
+  Result<CpuSet> cpus = CpuSet::ParseList(container.cpuset.cpus, "container " + container.id);
+  if (!cpus.ok()) {
+    affinity_error_ = cpus.status();
+    return;
+  }
+  cpu_set_t* mask = CPU_ALLOC(CpuSet::kMaxCpus);
+  const size_t size = CPU_ALLOC_SIZE(CpuSet::kMaxCpus);
+  CPU_ZERO_S(size, mask);
+  for (int cpu : cpus->ToVector()) CPU_SET_S(cpu, size, mask);
+  if (::sched_setaffinity(static_cast<pid_t>(container.pid), size, mask) == 0) {
+    ++affinity_applied_;
+  } else {
+    affinity_error_ = ErrnoStatus("sched_setaffinity pid " + std::to_string(container.pid), errno);
+  }
+  CPU_FREE(mask);
 }
 
 void RuntimeSimulator::AddRunning(const nri::Pod& pod, const nri::Container& container) {
   SimContainer c{pod, container};
   c.container.pod_sandbox_id = pod.id;
   c.container.state = nri::ContainerState::kRunning;
+  ApplyAffinity(c.container);
   containers_[container.id] = std::move(c);
 }
 
@@ -358,6 +381,7 @@ void RuntimeSimulator::CreateContainer(const nri::Pod& pod, const nri::Container
     created.container.state = nri::ContainerState::kCreated;
     auto admit = [this, done, finished](SimContainer c) {
       c.container.state = nri::ContainerState::kRunning;
+      ApplyAffinity(c.container);
       containers_[c.container.id] = std::move(c);
       done(Status::Ok());
       finished();
@@ -385,8 +409,7 @@ void RuntimeSimulator::CreateContainer(const nri::Pod& pod, const nri::Container
                      return finished();
                    }
                  }
-                 const nri::Cpuset adjust =
-                     nri::CpusetFromProto(resp.adjust().linux().resources());
+                 const nri::Cpuset adjust = nri::CpusetFromProto(resp.adjust().linux().resources());
                  if (!adjust.cpus.empty()) created.container.cpuset.cpus = adjust.cpus;
                  if (!adjust.mems.empty()) created.container.cpuset.mems = adjust.mems;
                  for (const auto& u : resp.update()) ApplyUpdate(nri::FromProto(u));

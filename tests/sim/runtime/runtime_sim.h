@@ -39,6 +39,9 @@ struct RuntimeOptions {
   std::chrono::milliseconds registration_timeout{5000};
   std::chrono::milliseconds request_timeout{2000};
   bool configure_before_register_reply = true;
+  // Also apply every cpuset the runtime applies to the container's process (pid > 0) with
+  // sched_setaffinity, so tests and the demo show real pinning. cpuset.mems is not applied.
+  bool apply_affinity = false;
 };
 
 struct SimContainer {
@@ -81,9 +84,12 @@ class RuntimeSimulator {
   nri::EventMask plugin_events() const { return events_; }
   // Why the last plugin was dropped (OK while none was).
   const Status& last_drop() const { return last_drop_; }
-  bool runtime_server_dead() const;  // conn 2 hit ENOMEM
+  bool runtime_server_dead() const;                 // conn 2 hit ENOMEM
   int sync_chunks() const { return sync_chunks_; }  // requests of the last Synchronize
   const std::map<std::string, SimContainer>& containers() const { return containers_; }
+  // With apply_affinity: how many sched_setaffinity calls succeeded, and the last failure.
+  int affinity_applied() const { return affinity_applied_; }
+  const Status& affinity_error() const { return affinity_error_; }
 
  private:
   class Conn;
@@ -95,10 +101,10 @@ class RuntimeSimulator {
   void StartSynchronize();
   bool Subscribed(nri::Event e) const;
   // Calls the plugin; fatal transport errors drop it and complete with `fatal_as`.
-  void CallPlugin(const std::string& method, std::string payload,
-                  std::chrono::milliseconds timeout,
+  void CallPlugin(const std::string& method, std::string payload, std::chrono::milliseconds timeout,
                   std::function<void(Result<std::string>)> done);
   void ApplyUpdate(const nri::CpusetUpdate& update);
+  void ApplyAffinity(const nri::Container& container);
   void ClosePlugin(const Status& reason);
 
   loop::EventLoop& loop_;
@@ -112,6 +118,8 @@ class RuntimeSimulator {
   bool remove_via_state_change_ = false;
   Status last_drop_;
   int sync_chunks_ = 0;
+  int affinity_applied_ = 0;
+  Status affinity_error_;
   std::map<std::string, SimContainer> containers_;
   std::deque<std::function<void(std::function<void()>)>> ops_;
   bool op_running_ = false;

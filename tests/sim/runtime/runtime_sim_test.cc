@@ -5,7 +5,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -119,7 +122,9 @@ class RuntimeSimTest : public ::testing::Test {
     RunUntil([&] { return result.has_value(); });
     return *result;
   }
-  std::string CpusOf(const std::string& id) { return sim_->containers().at(id).container.cpuset.cpus; }
+  std::string CpusOf(const std::string& id) {
+    return sim_->containers().at(id).container.cpuset.cpus;
+  }
 
   std::unique_ptr<loop::EventLoop> loop_;
   std::string dir_, socket_;
@@ -282,7 +287,8 @@ TEST_F(RuntimeSimTest, OneFrameOverFourKiBStartingWithAHeaderKillsTheRuntimeServ
   req.set_nri_version(std::string(5000, 'v'));
   const std::string message = *ttrpc::EncodeFrame(
       1, ttrpc::MessageType::kRequest, 0,
-      ttrpc::EncodeRequest({nri::kRuntimeService, "RegisterPlugin", req.SerializeAsString(), 0, {}}));
+      ttrpc::EncodeRequest(
+          {nri::kRuntimeService, "RegisterPlugin", req.SerializeAsString(), 0, {}}));
   for (bool one_frame : {false, true}) {
     SCOPED_TRACE(one_frame);
     sim_.reset();
@@ -316,9 +322,92 @@ TEST_F(RuntimeSimTest, OneFrameOverFourKiBStartingWithAHeaderKillsTheRuntimeServ
   }
 }
 
+TEST_F(RuntimeSimTest, DedicatedRemoveAnsweredUnimplementedFallsBackToStateChangeForGood) {
+  RuntimeOptions options;
+  options.nri_version = "v0.12.0";
+  StartSim(options);
+  RawPlugin raw(*loop_, socket_);
+  int dedicated = 0;
+  std::vector<std::string> state_changes;
+  raw.peer->server().Register(nri::kPluginService, "Configure",
+                              [](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+                                api::ConfigureResponse resp;
+                                resp.set_events(nri::MaskOf(nri::Event::kRemoveContainer));
+                                done(resp.SerializeAsString());
+                              });
+  raw.peer->server().Register(nri::kPluginService, "Synchronize",
+                              [](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+                                done(api::SynchronizeResponse().SerializeAsString());
+                              });
+  raw.peer->server().Register(nri::kPluginService, "RemoveContainer",
+                              [&](const ttrpc::CallInfo&, std::string, ttrpc::Responder done) {
+                                ++dedicated;
+                                done(UnimplementedError("method RemoveContainer"));
+                              });
+  raw.peer->server().Register(nri::kPluginService, "StateChange",
+                              [&](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) {
+                                api::StateChangeEvent ev;
+                                ASSERT_TRUE(ev.ParseFromString(p));
+                                EXPECT_EQ(ev.event(), api::REMOVE_CONTAINER);
+                                state_changes.push_back(ev.container().id());
+                                done(api::Empty().SerializeAsString());
+                              });
+  raw.Register();
+  WaitReady();
+  ASSERT_THAT(Create("a", {}), IsOk());
+  ASSERT_THAT(Create("b", {}), IsOk());
+  for (const char* id : {"a", "b"}) {
+    std::optional<Status> removed;
+    sim_->RemoveContainer(id, [&](const Status& s) { removed = s; });
+    RunUntil([&] { return removed.has_value(); });
+    EXPECT_THAT(*removed, IsOk());
+  }
+  EXPECT_EQ(dedicated, 1);
+  EXPECT_THAT(state_changes, ::testing::ElementsAre("a", "b"));
+}
+
+TEST_F(RuntimeSimTest, AppliesCpusetsToRealProcessesWhenAsked) {
+  // One CPU this test may run on (a container may not own CPU 0).
+  cpu_set_t own;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(own), &own), 0);
+  int cpu = -1;
+  for (int i = 0; i < CPU_SETSIZE && cpu < 0; ++i) {
+    if (CPU_ISSET(i, &own)) cpu = i;
+  }
+  ASSERT_GE(cpu, 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  RuntimeOptions options;
+  options.apply_affinity = true;
+  StartSim(options);
+  StartPlugin();
+  WaitReady();
+  std::optional<Status> result;
+  nri::Container c;
+  c.id = "real";
+  c.env = {"PIN=" + std::to_string(cpu)};
+  c.pid = static_cast<uint32_t>(child);
+  sim_->CreateContainer(nri::Pod{"sb", "p", "u", "ns", {}, {}}, c,
+                        [&](const Status& s) { result = s; });
+  RunUntil([&] { return result.has_value(); });
+  EXPECT_THAT(*result, IsOk());
+  EXPECT_THAT(sim_->affinity_error(), IsOk());
+  EXPECT_EQ(sim_->affinity_applied(), 1);
+  cpu_set_t got;
+  ASSERT_EQ(::sched_getaffinity(child, sizeof(got), &got), 0);
+  EXPECT_EQ(CPU_COUNT(&got), 1);
+  EXPECT_TRUE(CPU_ISSET(cpu, &got));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+}
+
 TEST(NriVersion, MinorTable) {
-  const std::pair<const char*, int> cases[] = {
-      {"v0.8.0", 8}, {"0.12.1", 12}, {"v0.10", 10}, {"v1.0.0", -1}, {"", -1}, {"unknown", -1}};
+  const std::pair<const char*, int> cases[] = {{"v0.8.0", 8},  {"0.12.1", 12}, {"v0.10", 10},
+                                               {"v1.0.0", -1}, {"", -1},       {"unknown", -1}};
   for (const auto& [v, want] : cases) EXPECT_EQ(NriMinorVersion(v), want) << v;
 }
 
