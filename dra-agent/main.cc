@@ -1,12 +1,27 @@
-// dracpu-dra-agent: the DRA half of dracpu. Until the kubelet plugin lands, the executable carries
-// diagnostic and test subcommands only; without one it prints usage and exits 2 (it does not
-// pretend to run an agent).
+// dracpu-dra-agent: the DRA half of dracpu. With flags only it runs the agent (kubelet plugin,
+// ResourceClaims, CDI, shared memory); with a subcommand it runs that tool and exits. This file
+// is the only dra-agent code that reads argv, the environment and the config file.
+#include <glog/logging.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/file_system.h"
+#include "common/flag_parser.h"
+#include "dra-agent/agent/agent_config.h"
+#include "dra-agent/agent/dra_agent.h"
 #include "dra-agent/allocator/allocate_command.h"
 #include "dra-agent/diagnostics/gatherinfo_command.h"
+#include "dra-agent/kube/cluster_config.h"
+#include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
 
@@ -24,31 +39,133 @@ constexpr Subcommand kSubcommands[] = {
     {"allocate", "choose CPUs for one request (JSON in, JSON out)", dracpu::allocator::RunAllocateCommand},
 };
 
-void PrintUsage(std::ostream& os) {
-  os << "usage: dracpu-dra-agent <subcommand> [flags]\n\nsubcommands:\n";
+void PrintUsage(std::ostream& os, const std::string& flags) {
+  os << "usage: dracpu-dra-agent [flags]            run the agent\n"
+        "       dracpu-dra-agent <subcommand> [...]  run a tool\n\nsubcommands:\n";
   for (const Subcommand& s : kSubcommands) {
     os << "  " << s.name << std::string(14 - std::string(s.name).size(), ' ') << s.summary << "\n";
   }
-  os << "\nThe agent itself (kubelet plugin) is not part of this build yet.\n";
+  os << "\nagent flags:\n" << flags;
+}
+
+std::string Getenv(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+dracpu::Result<std::string> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return dracpu::NotFoundError("cannot read --config file " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+dracpu::Result<std::unique_ptr<dracpu::kube::KubeClient>> MakeClient(
+    const dracpu::dra::AgentConfig& config, const dracpu::FileSystem& fs,
+    dracpu::kube::Clock& clock, dracpu::kube::Random& random) {
+  dracpu::Result<dracpu::kube::ClusterConfig> cluster =
+      config.kubeconfig.empty()
+          ? dracpu::kube::InClusterConfig(fs, Getenv("KUBERNETES_SERVICE_HOST"),
+                                          Getenv("KUBERNETES_SERVICE_PORT"))
+          : dracpu::kube::LoadKubeconfig(fs, config.kubeconfig);
+  if (!cluster.ok()) return cluster.status();
+  auto http = dracpu::kube::NewCurlHttpClient(cluster->tls);
+  if (!http.ok()) return http.status();
+  return dracpu::kube::KubeClient::Create(*cluster, std::move(http).value(), fs, clock, random);
+}
+
+int RunAgent(const std::vector<std::string>& args) {
+  dracpu::FlagParser parser;
+  dracpu::dra::AgentFlags flags;
+  dracpu::dra::RegisterAgentFlags(parser, flags);
+  auto rest = parser.Parse(args);
+  if (!rest.ok() || !rest->empty()) {
+    std::cerr << "dracpu-dra-agent: "
+              << (rest.ok() ? "unexpected argument \"" + rest->front() + "\"" : rest.status().message())
+              << "\n\n";
+    PrintUsage(std::cerr, parser.Usage());
+    return dracpu::dra::kExitUsage;
+  }
+  dracpu::dra::AgentEnvironment env;
+  env.node_name_env = Getenv("NODE_NAME");
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) env.hostname = host;
+  if (!flags.values.config_file.empty()) {
+    auto text = ReadConfigFile(flags.values.config_file);
+    if (!text.ok()) {
+      std::cerr << "dracpu-dra-agent: " << text.status().message() << "\n";
+      return dracpu::dra::kExitUsage;
+    }
+    env.config_text = *text;
+  }
+  auto config = dracpu::dra::ResolveAgentConfig(parser, flags, env);
+  if (!config.ok()) {
+    std::cerr << "dracpu-dra-agent: " << config.status().message() << "\n";
+    return dracpu::dra::kExitUsage;
+  }
+  FLAGS_logtostderr = true;
+  FLAGS_v = config->verbosity;
+  google::InitGoogleLogging("dracpu-dra-agent");
+  LOG(INFO) << "dracpu-dra-agent " << DRACPU_VERSION << " on node " << config->node_name
+            << ", effective config:\n" << dracpu::DriverConfigToYaml(config->driver);
+
+  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::atomic<bool> stop{false};
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    LOG(INFO) << "signal " << sig << ": shutting down";
+    stop = true;
+  });
+  waiter.detach();
+
+  auto fs = dracpu::NewPosixFileSystem("/");
+  if (!fs.ok()) LOG(FATAL) << fs.status().ToString();
+  dracpu::kube::SystemClock clock;
+  dracpu::kube::DefaultRandom random;
+  auto client = MakeClient(*config, **fs, clock, random);
+  if (!client.ok()) {
+    LOG(ERROR) << "Kubernetes API: " << client.status().ToString();
+    return 1;
+  }
+  auto agent = dracpu::dra::DraAgent::Start(*config, DRACPU_VERSION, std::move(client).value());
+  if (!agent.ok()) {
+    LOG(ERROR) << "cannot start: " << agent.status().ToString();
+    return 1;
+  }
+  sd_notify(0, "READY=1\nSTATUS=serving the kubelet");
+  (*agent)->Run(stop);
+  sd_notify(0, "STOPPING=1");
+  (*agent)->Stop();
+  LOG(INFO) << "stopped";
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    PrintUsage(std::cerr);
-    return dracpu::dra::kExitUsage;
-  }
-  const std::string name = argv[1];
-  if (name == "-h" || name == "--help" || name == "help") {
-    PrintUsage(std::cout);
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")) {
+    dracpu::FlagParser parser;
+    dracpu::dra::AgentFlags flags;
+    dracpu::dra::RegisterAgentFlags(parser, flags);
+    PrintUsage(std::cout, parser.Usage());
     return dracpu::dra::kExitOk;
   }
-  const std::vector<std::string> args(argv + 2, argv + argc);
-  for (const Subcommand& s : kSubcommands) {
-    if (name == s.name) return s.run(args, {std::cin, std::cout, std::cerr});
+  if (!args.empty() && args[0].rfind("-", 0) != 0) {
+    for (const Subcommand& s : kSubcommands) {
+      if (args[0] == s.name) {
+        return s.run(std::vector<std::string>(args.begin() + 1, args.end()), {std::cin, std::cout, std::cerr});
+      }
+    }
+    std::cerr << "dracpu-dra-agent: unknown subcommand \"" << args[0] << "\"\n";
+    return dracpu::dra::kExitUsage;
   }
-  std::cerr << "dracpu-dra-agent: unknown subcommand \"" << name << "\"\n";
-  PrintUsage(std::cerr);
-  return dracpu::dra::kExitUsage;
+  return RunAgent(args);
 }

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # The dracpu-dra-agent binary end to end: the gatherinfo subcommand is registered, reads a corpus
-# tree given by --sysfs-root, prints JSON with the contract keys; usage errors exit 2.
+# tree given by --sysfs-root, prints JSON with the contract keys; usage errors exit 2; the agent
+# mode refuses to start without cluster access.
 # Args: <dracpu-dra-agent> ; env DRACPU_SHARED_DIR. Exit 77 (skip) when ../shared is absent.
 set -euo pipefail
 agent=$1
 shared=${DRACPU_SHARED_DIR:-}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-rc=0; "$agent" >/dev/null 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || fail "no subcommand exited $rc, want 2"
+# Without a subcommand the binary is the agent: outside a pod and without --kubeconfig it must
+# refuse to start, say why, and exit 1; an unknown flag is a usage error (2).
+rc=0; err=$(env -u KUBERNETES_SERVICE_HOST "$agent" --node-name n --shm-path /nonexistent/x 2>&1) || rc=$?
+[ "$rc" -eq 1 ] || fail "agent without cluster config exited $rc, want 1"
+grep -q -- "--kubeconfig" <<<"$err" || fail "agent without cluster config did not name --kubeconfig: $err"
+rc=0; "$agent" --no-such-flag >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "unknown flag exited $rc, want 2"
 rc=0; err=$("$agent" gatherinfo --format xml 2>&1 >/dev/null) || rc=$?
 [ "$rc" -eq 2 ] || fail "bad --format exited $rc, want 2"
 grep -q -- "--format must be yaml, json or summary" <<<"$err" || fail "bad --format message: $err"

@@ -1,0 +1,202 @@
+#include "dra-agent/agent/dra_agent.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "common/topology_discovery.h"
+#include "dra-agent/kube/resources.h"
+
+namespace dracpu::dra {
+namespace {
+
+constexpr auto kHeartbeatInterval = std::chrono::seconds(1);
+constexpr auto kNriSilenceLimit = std::chrono::seconds(30);
+
+shm::ConfigSummary ConfigSummaryOf(const DriverConfig& c) {
+  shm::ConfigSummary s{};
+  s.device_mode = static_cast<uint32_t>(c.cpu_device_mode == CpuDeviceMode::kGrouped
+                                            ? shm::DeviceMode::kGrouped
+                                            : shm::DeviceMode::kIndividual);
+  switch (c.group_by) {
+    case GroupBy::kNumaNode: s.group_by = static_cast<uint32_t>(shm::GroupBy::kNumaNode); break;
+    case GroupBy::kSocket: s.group_by = static_cast<uint32_t>(shm::GroupBy::kSocket); break;
+    case GroupBy::kMachine: s.group_by = static_cast<uint32_t>(shm::GroupBy::kMachine); break;
+  }
+  if (c.strict_cpu_reservation) s.flags |= shm::kConfigStrictCpuReservation;
+  if (c.policy.full_pcpus_only) s.flags |= shm::kConfigFullPcpusOnly;
+  if (c.policy.distribute_cpus_across_numa) s.flags |= shm::kConfigDistributeAcrossNuma;
+  if (c.policy.prefer_align_cpus_by_uncorecache) s.flags |= shm::kConfigAlignByUncoreCache;
+  if (c.policy.align_memory) s.flags |= shm::kConfigAlignMemory;
+  s.min_shared_cpus = static_cast<uint32_t>(c.min_shared_cpus);
+  return s;
+}
+
+Status MakeParentDirectory(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (parent.empty()) return Status::Ok();
+  std::error_code ec;
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return InternalError("create directory " + parent.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DraAgent>> DraAgent::Start(const AgentConfig& config, std::string version,
+                                                  std::unique_ptr<kube::KubeClient> client) {
+  std::unique_ptr<DraAgent> agent(new DraAgent());
+  agent->config_ = config;
+  agent->client_ = std::move(client);
+  RETURN_IF_ERROR(agent->StartParts(config, version));
+  return agent;
+}
+
+Status DraAgent::StartParts(const AgentConfig& config, const std::string& version) {
+  // 1. The node's CPUs.
+  ASSIGN_OR_RETURN(sysfs_, NewPosixFileSystem(config.sysfs_root));
+  ASSIGN_OR_RETURN(topology_, DiscoverTopology(*sysfs_));
+  for (const std::string& w : topology_.warnings) LOG(WARNING) << "topology: " << w;
+  LOG(INFO) << "topology: online " << topology_.online.ToListString() << ", "
+            << topology_.packages.size() << " package(s), " << topology_.numa_nodes.size()
+            << " NUMA node(s), " << topology_.cores.size() << " core(s)";
+  const CpuSet offline_reserved = config.driver.reserved_cpus - topology_.online;
+  if (!offline_reserved.Empty()) {
+    LOG(WARNING) << "reservedCPUs " << offline_reserved.ToListString() << " are not online";
+  }
+  CatalogOptions co;
+  co.mode = config.driver.cpu_device_mode;
+  co.group_by = config.driver.group_by;
+  co.reserved = config.driver.reserved_cpus;
+  co.strict_cpu_reservation = config.driver.strict_cpu_reservation;
+  co.min_shared_cpus = config.driver.min_shared_cpus;
+  co.full_pcpus_only = config.driver.policy.full_pcpus_only;
+  co.expose_pcie_roots = config.expose_pcie_roots;
+  co.publish_node_allocatable_mapping = config.driver.publish_node_allocatable_resource_mapping;
+  ASSIGN_OR_RETURN(catalog_, BuildDeviceCatalog(topology_, co));
+  ASSIGN_OR_RETURN(allocator::TopologyIndex index, allocator::TopologyIndex::Build(topology_));
+  index_ = std::make_unique<allocator::TopologyIndex>(std::move(index));
+
+  // 2. Shared memory.
+  const std::string shm_path = config.shm_path.empty() ? shm::DefaultSegmentPath() : config.shm_path;
+  RETURN_IF_ERROR(MakeParentDirectory(shm_path));
+  shm::OpenOptions so;
+  so.role = shm::Role::kDraAgent;
+  so.create_if_missing = true;
+  so.node_name = config.node_name;
+  so.version = version;
+  so.rebuild = [&shm_path](const Status& why) {
+    LOG(WARNING) << "shared memory " << shm_path << " is unusable (" << why.ToString()
+                 << "); rebuilding it from the CDI specs";
+    return true;
+  };
+  ASSIGN_OR_RETURN(segment_, shm::Segment::Open(shm_path, so));
+  if (const auto& r = segment_->open_recovery(); r) {
+    for (const std::string& line : r->actions) LOG(WARNING) << "shared memory repair: " << line;
+  }
+  {
+    ASSIGN_OR_RETURN(shm::WriteTransaction txn, segment_->Begin());
+    RETURN_IF_ERROR(txn.SetConfig(ConfigSummaryOf(config.driver)));
+    shm::TopologySummary t{};
+    t.online = topology_.online;
+    t.reserved = config.driver.reserved_cpus;
+    t.allocatable = catalog_.allocatable;
+    t.numa_nodes = static_cast<uint32_t>(topology_.numa_nodes.size());
+    t.sockets = static_cast<uint32_t>(topology_.packages.size());
+    RETURN_IF_ERROR(txn.SetTopology(t));
+    txn.Commit();
+  }
+
+  // 3. CDI, and what survived a crash.
+  ASSIGN_OR_RETURN(host_fs_, NewPosixFileSystem("/"));
+  cdi_ = std::make_unique<CdiStore>(*host_fs_, config.cdi_root);
+  RETURN_IF_ERROR(cdi_->EnsureDirectory());
+  PreparerOptions po;
+  po.pool_name = config.node_name;
+  po.policy = config.driver.policy;
+  po.min_shared_cpus = config.driver.min_shared_cpus;
+  po.strict_cpu_reservation = config.driver.strict_cpu_reservation;
+  kube::KubeClient* client = client_.get();
+  preparer_ = std::make_unique<CpuClaimPreparer>(
+      topology_, *index_, catalog_, *segment_, *cdi_,
+      [client](const std::string& ns, const std::string& name) -> Result<std::string> {
+        if (client == nullptr) return UnavailableError("no Kubernetes API client");
+        ASSIGN_OR_RETURN(kube::JsonObject claim, client->Get(kube::ResourceClaimPath(ns, name)));
+        return claim.ToString();
+      },
+      po, &metrics_);
+  ASSIGN_OR_RETURN(std::vector<std::string> repaired, preparer_->Reconcile());
+  for (const std::string& line : repaired) LOG(WARNING) << "reconcile: " << line;
+
+  // 4. HTTP.
+  allocated_cpus_ = &metrics_.AddGauge("dra_cpu_allocated_cpus", "CPUs held by prepared claims.");
+  available_cpus_ = &metrics_.AddGauge("dra_cpu_available_cpus", "CPUs in the shared pool.");
+  reserved_cpus_ = &metrics_.AddGauge("dra_cpu_reserved_cpus", "CPUs in reservedCPUs.");
+  claims_active_ = &metrics_.AddGauge("dra_cpu_resource_claims_active", "Prepared claims.");
+  ASSIGN_OR_RETURN(http_, HttpServer::Start(config.bind_address,
+                                            {{"/metrics", [this] { return Metrics(); }},
+                                             {"/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; }},
+                                             {"/readyz", [this] { return Readyz(); }}}));
+
+  // 5. The kubelet.
+  health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, *sysfs_, *segment_,
+                                                  kNriSilenceLimit, BoottimeNow);
+  streamer_ = std::make_unique<HealthStreamer>(*health_, HealthStreamOptions{});
+  health_v1alpha1_ = std::make_unique<HealthV1alpha1Service>(*streamer_);
+  health_v1_ = std::make_unique<HealthV1Service>(*streamer_);
+  ASSIGN_OR_RETURN(PluginPaths paths, MakePluginPaths(config.kubelet_root_dir));
+  KubeletPluginServerOptions ko;
+  ko.paths = paths;
+  ko.supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
+                           "v1alpha1.DRAResourceHealth"};
+  ko.extra_services = {health_v1alpha1_.get(), health_v1_.get()};
+  ASSIGN_OR_RETURN(kubelet_, KubeletPluginServer::Start(ko, *preparer_, [](bool ok, const std::string& error) {
+                     if (ok) {
+                       LOG(INFO) << "registered with the kubelet";
+                     } else {
+                       LOG(ERROR) << "the kubelet refused the registration: " << error;
+                     }
+                   }));
+  LOG(INFO) << "serving the kubelet on " << paths.dra_socket << " (registration "
+            << paths.registration_socket << "), HTTP on port " << http_->port();
+  return Status::Ok();
+}
+
+HttpResponse DraAgent::Metrics() {
+  shm::SnapshotOptions o;
+  o.containers = false;
+  if (auto s = segment_->ReadSnapshot(o); s.ok()) {
+    CpuSet held;
+    for (const shm::ClaimEntry& c : s->claims) held |= shm::DecodeClaim(c).cpus;
+    allocated_cpus_->Set({}, held.Count());
+    available_cpus_->Set({}, shm::ComputeSharedPool(s->topology, s->config, s->claims).Count());
+    claims_active_->Set({}, static_cast<double>(s->claims.size()));
+  }
+  reserved_cpus_->Set({}, config_.driver.reserved_cpus.Count());
+  return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.RenderText()};
+}
+
+HttpResponse DraAgent::Readyz() {
+  if (!registered()) return {503, "text/plain", "not registered with the kubelet yet\n"};
+  return {200, "text/plain", "ready\n"};
+}
+
+void DraAgent::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    segment_->Heartbeat();
+    std::this_thread::sleep_for(kHeartbeatInterval);
+  }
+}
+
+void DraAgent::Stop() {
+  if (streamer_) streamer_->Stop();
+  if (kubelet_) kubelet_->Shutdown();
+  if (http_) http_->Stop();
+}
+
+DraAgent::~DraAgent() { Stop(); }
+
+}  // namespace dracpu::dra

@@ -1,0 +1,83 @@
+// DraAgent: the dra-agent process's parts, started in the order that keeps claims safe:
+//   1. topology from sysfs, the device catalog, the allocator's index;
+//   2. the shared-memory segment (created or rebuilt when missing or incompatible), with the
+//      config and topology summaries the nri-agent reads;
+//   3. the CDI directory, and Reconcile() of shared memory with the CDI specs, so a claim
+//      prepared before a crash stays reserved;
+//   4. /metrics, /healthz, /readyz;
+//   5. last, the kubelet-facing gRPC servers (DRA v1/v1beta1, health) and the registration
+//      socket: the kubelet can only call Prepare once everything above is ready.
+// Stop() (or destruction) deregisters first, then stops the rest. Thread safety: Start/Stop from
+// one thread; the servers run on their own threads.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "common/cpu_topology.h"
+#include "common/file_system.h"
+#include "common/http_server.h"
+#include "common/metrics.h"
+#include "common/status.h"
+#include "dra-agent/agent/agent_config.h"
+#include "dra-agent/agent/device_health_monitor.h"
+#include "dra-agent/allocator/topology_index.h"
+#include "dra-agent/cdi/cdi_store.h"
+#include "dra-agent/kube/kube_client.h"
+#include "dra-agent/kubelet/health_service.h"
+#include "dra-agent/kubelet/kubelet_plugin_server.h"
+#include "dra-agent/prepare/cpu_claim_preparer.h"
+#include "dra-agent/slices/device_catalog.h"
+#include "shm-schema/segment.h"
+
+namespace dracpu::dra {
+
+class DraAgent {
+ public:
+  // `client` talks to the API server (ResourceClaims; ResourceSlices once the publisher runs).
+  static Result<std::unique_ptr<DraAgent>> Start(const AgentConfig& config, std::string version,
+                                                 std::unique_ptr<kube::KubeClient> client);
+  ~DraAgent();
+  DraAgent(const DraAgent&) = delete;
+  DraAgent& operator=(const DraAgent&) = delete;
+
+  // Heartbeats into shared memory until `stop`; returns then.
+  void Run(const std::atomic<bool>& stop);
+  void Stop();
+
+  bool registered() const { return kubelet_ && kubelet_->registered(); }
+  int http_port() const { return http_ ? http_->port() : 0; }
+  const CpuTopology& topology() const { return topology_; }
+  const DeviceCatalog& catalog() const { return catalog_; }
+
+ private:
+  DraAgent() = default;
+  Status StartParts(const AgentConfig& config, const std::string& version);
+  HttpResponse Metrics();
+  HttpResponse Readyz();
+
+  AgentConfig config_;
+  std::unique_ptr<kube::KubeClient> client_;
+  std::unique_ptr<FileSystem> sysfs_;
+  std::unique_ptr<FileSystem> host_fs_;
+  CpuTopology topology_;
+  std::unique_ptr<allocator::TopologyIndex> index_;
+  DeviceCatalog catalog_;
+  std::unique_ptr<shm::Segment> segment_;
+  std::unique_ptr<CdiStore> cdi_;
+  MetricsRegistry metrics_;
+  Metric* allocated_cpus_ = nullptr;
+  Metric* available_cpus_ = nullptr;
+  Metric* reserved_cpus_ = nullptr;
+  Metric* claims_active_ = nullptr;
+  std::unique_ptr<CpuClaimPreparer> preparer_;
+  std::unique_ptr<DeviceHealthMonitor> health_;
+  std::unique_ptr<HealthStreamer> streamer_;
+  std::unique_ptr<HealthV1alpha1Service> health_v1alpha1_;
+  std::unique_ptr<HealthV1Service> health_v1_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<KubeletPluginServer> kubelet_;
+};
+
+}  // namespace dracpu::dra
