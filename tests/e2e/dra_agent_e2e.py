@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""dracpu-dra-agent end to end, with the real binaries and the simulators.
+
+The kube-apiserver simulator holds the Node and the ResourceClaims, the agent runs on a recorded
+machine from ../shared/sysfs-corpus with private kubelet, CDI and shared-memory paths, and the
+kubelet simulator registers it and prepares / unprepares claims. Checked: registration, grouped
+Prepare (CPUs inside the device's NUMA node, whole cores), the CDI spec, shared memory (dracpu-shm
+dump and verify), /metrics and /readyz, idempotent Prepare across a SIGKILL and restart,
+Unprepare, bad claims refused with their reason, and a clean SIGTERM.
+
+Usage: dra_agent_e2e.py BUILD_DIR   (env DRACPU_SHARED_DIR). Exit 77 = skipped (no ../shared).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+MACHINE = "intel-skylake-sp-2s-ht-pci"  # 2 sockets, 2 NUMA nodes, HT: 0-7,16-23 / 8-15,24-31
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+    print("ok:", what)
+
+
+def wait_for(pred, what, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise Fail("timed out waiting for " + what)
+
+
+def http_get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def http_post(url, obj):
+    req = urllib.request.Request(url, data=json.dumps(obj).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return r.status
+
+
+def claim(uid, device, count, config=None):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"namespace": "default", "name": "claim-" + uid, "uid": uid},
+            "spec": {"devices": {"requests": [{"name": "cpus", "exactly": {"deviceClassName": "dra.cpu"}}]}},
+            "status": {"allocation": {"devices": {
+                "results": [{"request": "cpus", "driver": "dra.cpu", "pool": "node-1", "device": device,
+                             "consumedCapacity": {"dra.cpu/cpu": count}}],
+                "config": config or []}}}}
+
+
+class Node:
+    def __init__(self, build, shared):
+        self.build = build
+        self.tmp = tempfile.mkdtemp(prefix="dracpu-e2e-", dir="/tmp")
+        self.root = os.path.join(self.tmp, "root")
+        os.makedirs(self.root)
+        tree = os.path.join(shared, "sysfs-corpus", MACHINE, "tree.tar.gz")
+        subprocess.run(["tar", "-xzf", tree, "-C", self.root], check=True)
+        self.kubelet = os.path.join(self.tmp, "k")
+        self.cdi = os.path.join(self.tmp, "cdi")
+        self.shm = os.path.join(self.tmp, "shm", "state.shm")
+        self.procs = []
+        self.api = subprocess.Popen(
+            [os.path.join(build, "tests/sim/apiserver/dracpu-sim-apiserver"), "--port", "0",
+             "--kubeconfig-out", os.path.join(self.tmp, "kubeconfig"), "--node", "node-1=uid-node-1"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.procs.append(self.api)
+        self.url = self.api.stdout.readline().strip()
+        check(self.url.startswith("http"), "apiserver simulator serves at " + self.url)
+        self.agent = None
+        self.http = None
+
+    def start_agent(self):
+        log = open(os.path.join(self.tmp, "agent.log"), "a")
+        self.agent = subprocess.Popen(
+            [os.path.join(self.build, "dra-agent/dracpu-dra-agent"),
+             "--kubeconfig", os.path.join(self.tmp, "kubeconfig"), "--node-name", "node-1",
+             "--sysfs-root", self.root, "--kubelet-root-dir", self.kubelet, "--cdi-root", self.cdi,
+             "--shm-path", self.shm, "--bind-address", "127.0.0.1:0"],
+            stdout=log, stderr=log)
+        self.procs.append(self.agent)
+
+        def port():
+            with open(os.path.join(self.tmp, "agent.log")) as f:
+                ports = re.findall(r"HTTP on port (\d+)", f.read())
+            return ports[-1] if ports and self.agent.poll() is None else None
+        p = wait_for(lambda: port() or (self.agent.poll() is not None and "exited"), "the agent to serve")
+        if p == "exited":
+            raise Fail("agent exited early:\n" + open(os.path.join(self.tmp, "agent.log")).read())
+        self.http = "http://127.0.0.1:" + p
+
+    def kubelet_cmd(self, *args):
+        r = subprocess.run([os.path.join(self.build, "tests/sim/kubelet/dracpu-sim-kubelet"),
+                            "--registry-dir", os.path.join(self.kubelet, "plugins_registry"), *args],
+                           capture_output=True, text=True, timeout=60)
+        return r.returncode, (json.loads(r.stdout) if r.stdout.strip() else {})
+
+    def shm_dump(self):
+        r = subprocess.run([os.path.join(self.build, "shm-schema/dracpu-shm"), "dump", "--json",
+                            "--path", self.shm], capture_output=True, text=True, check=True)
+        return json.loads(r.stdout)
+
+    def shm_verify(self):
+        return subprocess.run([os.path.join(self.build, "shm-schema/dracpu-shm"), "verify",
+                               "--path", self.shm], capture_output=True, text=True)
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def cpulist(text):
+    out = set()
+    for part in filter(None, text.split(",")):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def spec_cpus(node, uid):
+    path = os.path.join(node.cdi, "dra.k8s.io-cpu_claim-%s.json" % uid)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        env = json.load(f)["devices"][0]["containerEdits"]["env"][0]
+    return cpulist(env.split("=", 1)[1])
+
+
+def main():
+    build = sys.argv[1]
+    shared = os.environ.get("DRACPU_SHARED_DIR", "")
+    if not os.path.isdir(os.path.join(shared, "sysfs-corpus")):
+        print("../shared (DRACPU_SHARED_DIR) is absent: e2e test skipped")
+        return 77
+    node = Node(build, shared)
+    try:
+        uid1, uid2 = "11111111-aaaa-4bbb-8ccc-000000000001", "11111111-aaaa-4bbb-8ccc-000000000002"
+        http_post(node.url + "/_sim/resourceclaims", claim(uid1, "cpudevnuma000", "4"))
+        http_post(node.url + "/_sim/resourceclaims", claim(uid2, "cpudevnuma001", "1500m"))
+        node.start_agent()
+
+        rc, reg = node.kubelet_cmd("register")
+        check(rc == 0 and reg.get("chosen") == "v1.DRAPlugin", "kubelet registers the plugin over v1: %s" % reg)
+        wait_for(lambda: http_get(node.http + "/readyz")[0] == 200, "/readyz 200 after registration")
+
+        rc, out = node.kubelet_cmd("prepare", "default/claim-%s/%s" % (uid1, uid1))
+        check(rc == 0 and out[uid1]["error"] == "", "grouped claim prepared: %s" % out)
+        dev = out[uid1]["devices"][0]
+        check(dev["deviceName"] == "cpudevnuma000" and dev["poolName"] == "node-1", "device and pool reported")
+        check(dev["cdiDeviceIds"] == ["dra.k8s.io/cpu=claim-" + uid1], "CDI device id reported")
+        cpus = spec_cpus(node, uid1)
+        check(cpus is not None and len(cpus) == 4, "CDI spec holds 4 CPUs: %s" % cpus)
+        check(cpus <= cpulist("0-7,16-23"), "CPUs inside NUMA node 0")
+        check(all((c in cpus) == ((c + 16) % 32 in cpus) for c in cpus), "whole cores (both HT siblings)")
+
+        dump = node.shm_dump()
+        claims = {c["uid"]: c for c in dump["claims"]}
+        check(uid1 in claims and cpulist(claims[uid1]["cpus"]) == cpus, "shared memory holds the claim")
+        check(node.shm_verify().returncode == 0, "dracpu-shm verify passes")
+        status, metrics = http_get(node.http + "/metrics")
+        check('dra_cpu_prepare_claims_total{result="success"} 1' in metrics, "/metrics counts the prepare")
+        check("dra_cpu_allocated_cpus 4" in metrics, "/metrics shows 4 allocated CPUs")
+
+        rc, out = node.kubelet_cmd("prepare", "default/claim-%s/%s" % (uid2, uid2))
+        check(rc == 1 and "fraction of a CPU" in out[uid2]["error"], "fractional request refused: %s" % out)
+        rc, out = node.kubelet_cmd("prepare", "default/missing/%s" % "deadbeef")
+        check(rc == 1 and "not found" in out["deadbeef"]["error"], "unknown claim refused")
+
+        # SIGKILL and restart: the claim keeps its CPUs.
+        node.agent.kill()
+        node.agent.wait()
+        node.start_agent()
+        rc, reg = node.kubelet_cmd("register")
+        check(rc == 0, "kubelet registers the restarted agent")
+        rc, out = node.kubelet_cmd("prepare", "default/claim-%s/%s" % (uid1, uid1))
+        check(rc == 0 and spec_cpus(node, uid1) == cpus, "same CPUs after SIGKILL and restart")
+        check(node.shm_verify().returncode == 0, "dracpu-shm verify passes after the restart")
+
+        rc, out = node.kubelet_cmd("unprepare", "default/claim-%s/%s" % (uid1, uid1))
+        check(rc == 0 and out[uid1] == "", "claim unprepared")
+        check(spec_cpus(node, uid1) is None, "CDI spec removed")
+        check(not node.shm_dump()["claims"], "shared memory released the claim")
+        rc, out = node.kubelet_cmd("unprepare", "default/claim-%s/%s" % (uid1, uid1))
+        check(rc == 0, "unprepare is idempotent")
+
+        node.agent.send_signal(signal.SIGTERM)
+        check(node.agent.wait(timeout=20) == 0, "SIGTERM stops the agent with exit 0")
+        check(not os.path.exists(os.path.join(node.kubelet, "plugins_registry", "dra.cpu-reg.sock")),
+              "registration socket removed")
+        print("dra-agent e2e: all checks passed")
+        return 0
+    except Fail as e:
+        print("FAIL:", e)
+        log = os.path.join(node.tmp, "agent.log")
+        if os.path.exists(log):
+            print("--- agent log ---\n" + open(log).read()[-6000:])
+        return 1
+    finally:
+        node.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
