@@ -316,6 +316,21 @@ TEST(AllocatorTest, DistributeAcrossNumaSplitsEvenly) {
   EXPECT_EQ(ComputeMetrics(m.index, *got).socket_span, 1);
 }
 
+TEST(AllocatorTest, DistributeAcrossSixteenNumaNodesStaysEvenAndCompact) {
+  const Machine m = Synthetic({4, 4, 2, 4, 2});  // 16 NUMA nodes of 16 CPUs
+  Result<CpuSet> got = Take(m, m.topology.online, 100,
+                            {{"distribute-cpus-across-numa", "true"},
+                             {"prefer-align-cpus-by-uncorecache", "false"}});
+  ASSERT_THAT(got, IsOk());
+  const PlacementMetrics metrics = ComputeMetrics(m.index, *got);
+  EXPECT_EQ(metrics.numa_span, 7);    // ceil(100 / 16)
+  EXPECT_EQ(metrics.socket_span, 2);  // 7 nodes need two 4-node sockets
+  for (const NumaNode& n : m.topology.numa_nodes) {
+    const int in_node = (n.cpus & *got).Count();
+    EXPECT_TRUE(in_node == 0 || in_node == 14 || in_node == 15) << "node " << n.id << ": " << in_node;
+  }
+}
+
 TEST(AllocatorTest, DistributeAcrossCoresUsesOneThreadPerCoreFirst) {
   const Machine m = Synthetic(kTwoSocketSmt2);
   Result<CpuSet> got = Take(m, m.topology.online, 4, {{"distribute-cpus-across-cores", "true"}});
