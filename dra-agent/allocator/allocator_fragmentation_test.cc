@@ -129,6 +129,37 @@ Outcome Replay(uint32_t seed, const CpuTopology& t, const TopologyIndex& index, 
   return out;
 }
 
+// Single steps on random free sets (each CPU free with a random probability): our placement is
+// never worse than the greedy baseline's on (numaSpan, socketSpan, l3Span, partialCores).
+TEST(AllocatorFragmentationTest, NeverWorseThanGreedyOnRandomFreeSets) {
+  Result<CpuTopology> topo = BuildTopologyFromRecords(testing::SyntheticRecords({2, 1, 12, 8, 2}));
+  ASSERT_THAT(topo, IsOk());
+  Result<TopologyIndex> index = TopologyIndex::Build(*topo);
+  ASSERT_THAT(index, IsOk());
+  std::mt19937 rng(5);
+  int compared = 0, better = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const int busy_percent = static_cast<int>(rng() % 100);
+    CpuSet free;
+    for (int cpu : topo->online) {
+      if (static_cast<int>(rng() % 100) >= busy_percent) free.Set(cpu);
+    }
+    const int n = 1 + static_cast<int>(rng() % 40);
+    if (free.Count() < n) continue;
+    Result<CpuSet> ours = Allocate(*index, {free, n, {}, {}}, AllocatorOptions());
+    ASSERT_THAT(ours, IsOk());
+    const CpuSet greedy = GreedyTake(*topo, free, n);
+    const auto a = ComputeMetrics(*index, *ours).QualityKey();
+    const auto b = ComputeMetrics(*index, greedy).QualityKey();
+    EXPECT_LE(a, b) << "n=" << n << " free=" << free.ToListString() << " ours="
+                    << ours->ToListString() << " greedy=" << greedy.ToListString();
+    ++compared;
+    better += a < b;
+  }
+  std::printf("[random steps] %d compared, ours strictly better in %d, never worse\n", compared,
+              better);
+}
+
 TEST(AllocatorFragmentationTest, AdmitsAtLeastAsManyFullL3RequestsAsGreedy) {
   Result<CpuTopology> topo = BuildTopologyFromRecords(testing::SyntheticRecords({2, 1, 12, 8, 2}));
   ASSERT_THAT(topo, IsOk());

@@ -12,8 +12,10 @@ namespace {
 // enumeration is best-fit first, so what is cut off are the looser fits.
 constexpr int kMaxNumaCombos = 32;
 constexpr int kMaxSocketCombos = 8;
-constexpr int kMaxPairs = 4;
+constexpr int kMaxPairs = 6;
 constexpr int kMaxL3Covers = 8;
+// Candidate covers filled and scored per call, shared by the surviving pairs (at least 2 each).
+constexpr int kMaxFills = 16;
 
 struct Item {
   int group;
@@ -85,24 +87,24 @@ PlacementSearch::PlacementSearch(const TopologyIndex& index, const AllocatorOpti
   mask_.assign(cores.size(), 0);
   for (int cpu : candidates) {
     const int c = index.CoreOf(cpu);
-    if (c < 0) continue;
-    const auto& threads = index.threads();
-    const int first = cores[c].first;
-    for (int i = 0; i < cores[c].width; ++i) {
-      if (threads[first + i] == cpu) mask_[c] |= uint32_t{1} << i;
-    }
+    if (c >= 0) mask_[c] |= uint32_t{1} << index.ThreadOf(cpu);
   }
   free_.assign(cores.size(), 0);
   capacity_.assign(cores.size(), 0);
   cell_capacity_.assign(index.cells().size(), 0);
+  cell_whole_.assign(index.cells().size(), 0);
   numa_capacity_.assign(index.numa_count(), 0);
   numa_free_.assign(index.numa_count(), 0);
   socket_free_.assign(index.socket_count(), 0);
   l3_free_.assign(index.l3_count(), 0);
+  numa_taken_.assign(index.numa_count(), 0);
+  socket_taken_.assign(index.socket_count(), 0);
+  l3_taken_.assign(index.l3_count(), 0);
   for (size_t c = 0; c < cores.size(); ++c) {
     free_[c] = std::popcount(mask_[c]);
     capacity_[c] = options.full_pcpus_only ? (free_[c] == cores[c].width ? free_[c] : 0) : free_[c];
     cell_capacity_[cores[c].cell] += capacity_[c];
+    if (free_[c] == cores[c].width) cell_whole_[cores[c].cell] += free_[c];
     numa_capacity_[cores[c].numa] += capacity_[c];
     numa_free_[cores[c].numa] += free_[c];
     socket_free_[cores[c].socket] += free_[c];
@@ -259,8 +261,12 @@ bool PlacementSearch::FillSpread(const std::vector<int>& cells, int count, TypeF
 
 PlacementSearch::Score PlacementSearch::Evaluate(const Selection& selection) const {
   const auto& cores = index_.cores();
-  std::vector<int> numa_taken(index_.numa_count(), 0), socket_taken(index_.socket_count(), 0);
-  std::vector<int> l3_taken(index_.l3_count(), 0);
+  std::vector<int>& numa_taken = numa_taken_;
+  std::vector<int>& socket_taken = socket_taken_;
+  std::vector<int>& l3_taken = l3_taken_;
+  std::fill(numa_taken.begin(), numa_taken.end(), 0);
+  std::fill(socket_taken.begin(), socket_taken.end(), 0);
+  std::fill(l3_taken.begin(), l3_taken.end(), 0);
   int partial = 0, broken_cores = 0, non_preferred = 0;
   bool types[3] = {false, false, false};
   for (const Take& t : selection) {
@@ -317,14 +323,20 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
   }
   if (count == 0) return CpuSet();
 
-  // 1. Level search on capacities: (NUMA set, socket set) pairs with the smallest spans.
+  // What whole cores should supply: all but the remainder that cannot fill a core.
+  const int width = index_.uniform_width();
+  const int whole_need = width > 1 ? count - count % width : count;
+  auto l3_of = [&](int c) { return cells[c].l3; };
+
+  // 1. Level search on capacities: (NUMA set, socket set) pairs with the smallest spans; among
+  // those, pairs whose whole free cores hold `whole_need` first (no avoidable partial core).
   struct Pair {
     std::vector<int> cells;  // region restricted to the pair
     int l3_span;
   };
   std::vector<Pair> pairs;
-  std::array<int, 3> best_key = {1 << 30, 1 << 30, 1 << 30};
-  std::vector<std::vector<int>> numa_sets, socket_sets, l3_sets;
+  std::array<int, 4> best_key = {1 << 30, 1 << 30, 1 << 30, 1 << 30};
+  std::vector<std::vector<int>> numa_sets, socket_sets, l3_sets, whole_sets;
   const int numa_k = EnumerateCovers(
       Aggregate(region, cell_capacity_, index_.numa_count(), [&](int c) { return cells[c].numa; }),
       count, kMaxNumaCombos, &numa_sets);
@@ -341,17 +353,20 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
     if (socket_k < 0) continue;
     for (const std::vector<int>& sockets : socket_sets) {
       Pair pair;
+      int whole = 0;
       for (int c : in_numas) {
-        if (Contains(sockets, cells[c].socket)) pair.cells.push_back(c);
+        if (Contains(sockets, cells[c].socket)) {
+          pair.cells.push_back(c);
+          whole += cell_whole_[c];
+        }
       }
       std::vector<std::vector<int>> unused;
       pair.l3_span = options_.prefer_align_cpus_by_uncorecache
-                         ? EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(),
-                                                     [&](int c) { return cells[c].l3; }),
+                         ? EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of),
                                            count, 0, &unused)
                          : 0;
       if (pair.l3_span < 0) continue;
-      const std::array<int, 3> key = {numa_k, socket_k, pair.l3_span};
+      const std::array<int, 4> key = {numa_k, socket_k, pair.l3_span, whole < whole_need};
       if (key < best_key) {
         best_key = key;
         pairs.clear();
@@ -368,11 +383,26 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
   bool found = false;
   Score best_score{};
   Selection best, selection;
+  const int covers_per_pair =
+      std::min(kMaxL3Covers, std::max(2, kMaxFills / static_cast<int>(std::max<size_t>(1, pairs.size()))));
   for (const Pair& pair : pairs) {
     if (options_.prefer_align_cpus_by_uncorecache) {
-      EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(),
-                                [&](int c) { return cells[c].l3; }),
-                      count, kMaxL3Covers, &l3_sets);
+      EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of), count,
+                      covers_per_pair, &l3_sets);
+      // Covers of the same size that whole free cores alone (nearly) fill.
+      if (!options_.full_pcpus_only && whole_need > 0 &&
+          EnumerateCovers(Aggregate(pair.cells, cell_whole_, index_.l3_count(), l3_of), whole_need,
+                          covers_per_pair, &whole_sets) == pair.l3_span) {
+        for (std::vector<int>& w : whole_sets) {
+          std::sort(w.begin(), w.end());
+          bool seen = false;
+          for (std::vector<int> l : l3_sets) {
+            std::sort(l.begin(), l.end());
+            seen |= l == w;
+          }
+          if (!seen) l3_sets.push_back(std::move(w));
+        }
+      }
     } else {
       l3_sets = {{}};
     }
