@@ -85,11 +85,13 @@ PlacementSearch::PlacementSearch(const TopologyIndex& index, const AllocatorOpti
     : index_(index), options_(options) {
   const auto& cores = index.cores();
   mask_.assign(cores.size(), 0);
+  free_.assign(cores.size(), 0);
   for (int cpu : candidates) {
     const int c = index.CoreOf(cpu);
-    if (c >= 0) mask_[c] |= uint32_t{1} << index.ThreadOf(cpu);
+    if (c < 0) continue;
+    mask_[c] |= uint32_t{1} << index.ThreadOf(cpu);
+    ++free_[c];
   }
-  free_.assign(cores.size(), 0);
   capacity_.assign(cores.size(), 0);
   cell_capacity_.assign(index.cells().size(), 0);
   cell_whole_.assign(index.cells().size(), 0);
@@ -101,7 +103,6 @@ PlacementSearch::PlacementSearch(const TopologyIndex& index, const AllocatorOpti
   socket_taken_.assign(index.socket_count(), 0);
   l3_taken_.assign(index.l3_count(), 0);
   for (size_t c = 0; c < cores.size(); ++c) {
-    free_[c] = std::popcount(mask_[c]);
     capacity_[c] = options.full_pcpus_only ? (free_[c] == cores[c].width ? free_[c] : 0) : free_[c];
     cell_capacity_[cores[c].cell] += capacity_[c];
     if (free_[c] == cores[c].width) cell_whole_[cores[c].cell] += free_[c];
