@@ -67,6 +67,9 @@ class PlacementSearch {
   bool FillSpread(const std::vector<int>& cells, int count, TypeFilter filter,
                   Selection* out) const;
   Score Evaluate(const Selection& selection) const;
+  // The `size` L3 groups of `cells` with the most whole free cores, if their free CPUs hold
+  // `count`; else empty.
+  std::vector<int> RichestCover(const std::vector<int>& cells, int size, int count) const;
   // Orders cells for filling: partly used L3 groups before free ones, fuller ones first.
   std::vector<int> OrderCells(std::vector<int> cells) const;
 
