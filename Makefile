@@ -8,7 +8,7 @@ MESON_FLAGS ?=
 DEB_PACKAGES := g++ meson ninja-build pkg-config python3 \
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev \
   libboost-dev rapidjson-dev libgoogle-glog-dev libsystemd-dev libcurl4-openssl-dev \
-  libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps build test asan bench demo clean
@@ -52,8 +52,9 @@ asan: deps $(ASAN_BUILD)/build.ninja
 bench: build
 	meson test -C $(BUILD) --benchmark --verbose
 
+# MACHINE=<corpus machine> shows a real machine of ../shared/sysfs-corpus; SYSFS_ROOT=<dir> any tree.
 demo: build
-	@tests/demo/demo.sh $(BUILD)
+	@MACHINE="$(MACHINE)" SYSFS_ROOT="$(SYSFS_ROOT)" tests/demo/demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -126,8 +126,9 @@ struct CpuIds {
   int capacity = -1;
 };
 
-// The SMT siblings of `cpu` as the kernel gives them, newest name first:
-// core_cpus_list (5.x), thread_siblings_list, then the mask twins of each.
+// The SMT siblings of `cpu` as the kernel gives them, newest name first: core_cpus_list
+// (Linux 5.x), else its mask core_cpus, else thread_siblings_list, else thread_siblings.
+// `found` is false when none exists (the CPU is then its own core).
 Result<CpuSet> ReadSiblings(const FileSystem& fs, int cpu, bool& found) {
   const std::string topo_dir = CpuPath(cpu) + "/topology/";
   found = true;
@@ -147,8 +148,14 @@ Status DiscoverCpusAndCores(const FileSystem& fs, CpuTopology& topo, std::vector
   std::vector<int> missing_siblings;
   bool package_minus_one = false;
   for (const int cpu : topo.online) {
-    const std::string topo_dir = CpuPath(cpu) + "/topology/";
     CpuIds& id = ids[cpu];
+    if (core_of[cpu] >= 0) {
+      // Placed by a lower sibling: threads of one core share package, die, cluster and
+      // capacity, so their files are not read again (a quarter of the reads on SMT4).
+      id = ids[core_of[cpu]];
+      continue;
+    }
+    const std::string topo_dir = CpuPath(cpu) + "/topology/";
     ASSIGN_OR_RETURN(const auto package, ReadOptionalInt(fs, topo_dir + "physical_package_id"));
     if (!package.first && !fs.IsDirectory(CpuPath(cpu) + "/topology")) {
       missing_topology.push_back(cpu);
@@ -165,7 +172,6 @@ Status DiscoverCpusAndCores(const FileSystem& fs, CpuTopology& topo, std::vector
     ASSIGN_OR_RETURN(const auto capacity, ReadOptionalInt(fs, CpuPath(cpu) + "/cpu_capacity"));
     id.capacity = capacity.second;
 
-    if (core_of[cpu] >= 0) continue;  // already placed by a lower sibling
     bool found = false;
     ASSIGN_OR_RETURN(CpuSet siblings, ReadSiblings(fs, cpu, found));
     if (!found) missing_siblings.push_back(cpu);

@@ -1,6 +1,8 @@
 // NUMA nodes for DiscoverTopology; the rules are in docs/topology.md "NUMA nodes".
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/sysfs_attribute.h"
@@ -87,25 +89,41 @@ Status DiscoverNumaNodes(const FileSystem& fs, CpuTopology& topo, PerCpu& numa_o
                             homeless.ToListString());
   }
 
-  // The kernel prints nodeM/distance for every online node in id order. Which nodes are online
-  // is node/online when it exists, else every node directory.
-  std::vector<int> distance_order = node_ids;
-  Result<CpuSet> online_nodes = ReadSysfsCpuList(fs, std::string(kNodeDir) + "/online");
-  if (online_nodes.ok()) {
-    distance_order = online_nodes->ToVector();
-  } else if (online_nodes.status().code() != StatusCode::kNotFound) {
-    return online_nodes.status();
+  // The kernel prints nodeM/distance for every online node in id order, so the row maps to
+  // node/online (else the node directories). Edited dumps (Haswell: node0 removed, "21 10" left)
+  // may match the node directories or node/possible instead: the first list of the row's length
+  // is used, with a warning when it is not the online one.
+  std::vector<std::pair<std::string, std::vector<int>>> orders;
+  for (const char* file : {"online", "possible"}) {
+    Result<CpuSet> nodes = ReadSysfsCpuList(fs, std::string(kNodeDir) + "/" + file);
+    if (nodes.ok()) {
+      orders.emplace_back(std::string("node/") + file, nodes->ToVector());
+    } else if (nodes.status().code() != StatusCode::kNotFound) {
+      return nodes.status();
+    }
+    if (std::string_view(file) == "online") orders.emplace_back("the node directories", node_ids);
   }
   for (const int id : node_ids) {
     NumaNode node{id, assigned[id], {}};
     Result<std::vector<int>> row = ReadSysfsIntRow(fs, NodePath(id) + "/distance");
     if (row.ok()) {
-      if (row->size() == distance_order.size()) {
-        for (size_t k = 0; k < row->size(); ++k) node.distances[distance_order[k]] = (*row)[k];
+      const std::vector<int>* order = nullptr;
+      for (const auto& [name, ids] : orders) {
+        if (ids.size() != row->size()) continue;
+        order = &ids;
+        if (&ids != &orders.front().second) {
+          topo.warnings.push_back("node" + std::to_string(id) + "/distance has " +
+                                  std::to_string(row->size()) + " entries: mapped to " + name +
+                                  ", not " + orders.front().first);
+        }
+        break;
+      }
+      if (order != nullptr) {
+        for (size_t k = 0; k < row->size(); ++k) node.distances[(*order)[k]] = (*row)[k];
       } else {
         topo.warnings.push_back("node" + std::to_string(id) + "/distance has " +
                                 std::to_string(row->size()) + " entries for " +
-                                std::to_string(distance_order.size()) +
+                                std::to_string(orders.front().second.size()) +
                                 " online nodes: distances ignored");
       }
     } else if (row.status().code() != StatusCode::kNotFound) {

@@ -360,6 +360,21 @@ TEST(DiscoverTopology, DistanceRowOfTheWrongLengthIsIgnoredWithAWarning) {
   EXPECT_THAT(topo->warnings, Contains(HasSubstr("node1/distance has 3 entries")));
 }
 
+TEST(DiscoverTopology, DistanceRowFallsBackToPossibleNodesWithAWarning) {
+  // The Haswell dump: node0 removed (node/online = 1) but node1/distance still "21 10".
+  auto f = NewFixture();
+  f->CpuFile("online", "0-1\n");
+  f->Cpu(0, {.package = 0, .core_id = 0}).Cpu(1, {.package = 0, .core_id = 1});
+  f->Node(1, "0-1", "21 10");
+  f->File("sys/devices/system/node/online", "1\n");
+  f->File("sys/devices/system/node/possible", "0-1\n");
+  auto topo = Discover(*f);
+  ASSERT_THAT(topo, IsOk());
+  EXPECT_THAT(topo->numa_nodes[0].distances, ElementsAre(std::pair(0, 21), std::pair(1, 10)));
+  EXPECT_THAT(topo->warnings,
+              Contains(HasSubstr("node1/distance has 2 entries: mapped to node/possible")));
+}
+
 TEST(DiscoverTopology, DumpPaddingIsAccepted) {
   auto f = NewFixture();
   TwoSocketSmt2(*f);

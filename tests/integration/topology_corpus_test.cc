@@ -103,7 +103,7 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
   DRACPU_REQUIRE_SHARED_DIR(shared);
   const std::string machine = GetParam();
   const std::string dir = shared + "/sysfs-corpus/" + machine;
-  Result<std::unique_ptr<testing::TempDir>> tree = testing::ExtractCorpusMachine(shared, machine);
+  Result<std::unique_ptr<testing::ScratchDir>> tree = testing::ExtractCorpusMachine(shared, machine);
   ASSERT_THAT(tree, IsOk());
   Result<std::unique_ptr<FileSystem>> fs = NewPosixFileSystem((*tree)->path());
   ASSERT_THAT(fs, IsOk());
@@ -158,10 +158,8 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
     got_clusters.push_back(std::to_string(c.package) + "/" + std::to_string(c.id) + ":" +
                            c.cpus.ToListString());
   }
-  if (!minus_one) {
-    EXPECT_THAT(got_dies, UnorderedElementsAreArray(keyed(sysfs["dies"])));
-    EXPECT_THAT(got_clusters, UnorderedElementsAreArray(keyed(sysfs["clusters"])));
-  }
+  EXPECT_THAT(got_dies, UnorderedElementsAreArray(keyed(sysfs["dies"])));
+  EXPECT_THAT(got_clusters, UnorderedElementsAreArray(keyed(sysfs["clusters"])));
 
   // Cores as SMT sibling sets, threads per core, L3 and L2 groups.
   EXPECT_THAT(Lists(topo.cores), UnorderedElementsAreArray(Lists(sysfs["cores"])));
@@ -273,6 +271,33 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
   }
 
   EXPECT_THAT(topo.Validate(), IsOk());
+
+  // Every per-CPU record points at groups that contain the CPU.
+  auto find = [](const auto& groups, int id) -> const CpuSet* {
+    for (const auto& g : groups) {
+      if (g.id == id) return &g.cpus;
+    }
+    return nullptr;
+  };
+  for (const CpuInfo& cpu : topo.cpus) {
+    SCOPED_TRACE("cpu" + std::to_string(cpu.id));
+    const CpuSet* core = find(topo.cores, cpu.core);
+    ASSERT_NE(core, nullptr);
+    EXPECT_TRUE(core->Contains(cpu.id));
+    const CpuSet* package = find(topo.packages, cpu.package);
+    ASSERT_NE(package, nullptr);
+    EXPECT_TRUE(package->Contains(cpu.id));
+    if (cpu.numa_node >= 0) {
+      EXPECT_TRUE(find(topo.numa_nodes, cpu.numa_node)->Contains(cpu.id));
+    }
+    EXPECT_EQ(cpu.l3 >= 0, !topo.l3_caches.empty());
+    if (cpu.l3 >= 0) {
+      EXPECT_TRUE(find(topo.l3_caches, cpu.l3)->Contains(cpu.id));
+    }
+    if (cpu.l2 >= 0) {
+      EXPECT_TRUE(find(topo.l2_caches, cpu.l2)->Contains(cpu.id));
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, TopologyCorpusTest, ::testing::ValuesIn(kMachines),

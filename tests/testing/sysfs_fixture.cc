@@ -19,7 +19,7 @@ extern char** environ;
 
 namespace dracpu::testing {
 
-Result<std::unique_ptr<TempDir>> TempDir::Create(std::string_view prefix) {
+Result<std::unique_ptr<ScratchDir>> ScratchDir::Create(std::string_view prefix) {
   // $TMPDIR when set; else /dev/shm (tmpfs: extracting a 10,000-file corpus tree there takes
   // 0.1 s where a busy disk-backed /tmp took seconds); else /tmp.
   const char* tmp = std::getenv("TMPDIR");
@@ -31,10 +31,10 @@ Result<std::unique_ptr<TempDir>> TempDir::Create(std::string_view prefix) {
   }
   std::string templ = base + "/" + std::string(prefix) + "-XXXXXX";
   if (::mkdtemp(templ.data()) == nullptr) return ErrnoStatus("mkdtemp " + templ, errno);
-  return std::unique_ptr<TempDir>(new TempDir(templ));
+  return std::unique_ptr<ScratchDir>(new ScratchDir(templ));
 }
 
-TempDir::~TempDir() {
+ScratchDir::~ScratchDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);  // best effort: a leftover temp dir is not a failure
 }
@@ -72,9 +72,9 @@ std::vector<std::string> CorpusMachines(const std::string& shared_dir) {
   return names;
 }
 
-Result<std::unique_ptr<TempDir>> ExtractCorpusMachine(const std::string& shared_dir,
+Result<std::unique_ptr<ScratchDir>> ExtractCorpusMachine(const std::string& shared_dir,
                                                       const std::string& machine) {
-  ASSIGN_OR_RETURN(std::unique_ptr<TempDir> dir, TempDir::Create("dracpu-corpus"));
+  ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> dir, ScratchDir::Create("dracpu-corpus"));
   RETURN_IF_ERROR(
       ExtractTarball(shared_dir + "/sysfs-corpus/" + machine + "/tree.tar.gz", dir->path()));
   return dir;
@@ -86,7 +86,7 @@ std::string MaskOf(const std::string& list) {
 }
 
 Result<std::unique_ptr<SysfsFixture>> SysfsFixture::Create() {
-  ASSIGN_OR_RETURN(std::unique_ptr<TempDir> dir, TempDir::Create("dracpu-sysfs"));
+  ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> dir, ScratchDir::Create("dracpu-sysfs"));
   return std::unique_ptr<SysfsFixture>(new SysfsFixture(std::move(dir)));
 }
 

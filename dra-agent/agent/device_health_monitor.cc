@@ -1,0 +1,66 @@
+#include "dra-agent/agent/device_health_monitor.h"
+
+#include <time.h>
+
+namespace dracpu::dra {
+
+std::chrono::nanoseconds BoottimeNow() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+DeviceHealthMonitor::DeviceHealthMonitor(const DeviceCatalog& catalog, std::string pool,
+                                         const FileSystem& sysfs, const shm::Segment& segment,
+                                         std::chrono::nanoseconds nri_silence_limit,
+                                         std::function<std::chrono::nanoseconds()> boottime_now)
+    : catalog_(catalog), pool_(std::move(pool)), sysfs_(sysfs), segment_(segment),
+      limit_(nri_silence_limit), now_(std::move(boottime_now)), started_(now_()),
+      last_online_(catalog.allocatable) {}
+
+CpuSet DeviceHealthMonitor::OnlineCpus() {
+  std::lock_guard lock(mu_);
+  auto text = sysfs_.ReadFile("sys/devices/system/cpu/online", 4096);
+  if (text.ok()) {
+    if (auto set = CpuSet::ParseList(TrimTrailingNewline(*text)); set.ok()) last_online_ = *set;
+  }
+  return last_online_;
+}
+
+std::vector<DeviceHealthReport> DeviceHealthMonitor::CurrentHealth() {
+  const CpuSet online = OnlineCpus();
+  std::string nri_problem;
+  shm::SnapshotOptions options;
+  options.claims = false;
+  options.containers = false;
+  auto snapshot = segment_.ReadSnapshot(options);
+  if (!snapshot.ok()) {
+    nri_problem = "shared memory unreadable: " + snapshot.status().message();
+  } else {
+    const auto& nri = snapshot->agents[static_cast<int>(shm::Role::kNriAgent)];
+    const std::chrono::nanoseconds beat(nri.heartbeat_ns);
+    const auto since = now_() - std::max(beat, started_);
+    if (since > limit_) {
+      nri_problem = nri.pid == 0 ? "the nri-agent has not attached for " : "the nri-agent has been silent for ";
+      nri_problem += std::to_string(std::chrono::duration_cast<std::chrono::seconds>(since).count()) +
+                     " s; CPU exclusivity is not enforced";
+    }
+  }
+  std::vector<DeviceHealthReport> out;
+  out.reserve(catalog_.devices.size());
+  for (const CatalogDevice& d : catalog_.devices) {
+    DeviceHealthReport r{pool_, d.name, DeviceHealthState::kHealthy, ""};
+    const CpuSet offline = d.group_cpus - online;
+    if (!offline.Empty()) {
+      r.state = DeviceHealthState::kUnhealthy;
+      r.message = "CPUs " + offline.ToListString() + " are offline";
+    } else if (!nri_problem.empty()) {
+      r.state = DeviceHealthState::kUnhealthy;
+      r.message = nri_problem;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace dracpu::dra

@@ -1,0 +1,47 @@
+// DeviceHealthMonitor: the dra-agent's device health for the kubelet's health stream.
+// A device is Healthy while every CPU behind it is online and the nri-agent (which enforces
+// exclusivity) has a fresh heartbeat in shared memory; otherwise Unhealthy with a message naming
+// the offline CPUs or how long the nri-agent has been silent. An nri-agent that never attached is
+// given the grace period from the dra-agent's own start.
+// Thread safety: CurrentHealth may be called from several gRPC threads at once.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "common/file_system.h"
+#include "dra-agent/prepare/device_health.h"
+#include "dra-agent/slices/device_catalog.h"
+#include "shm-schema/segment.h"
+
+namespace dracpu::dra {
+
+class DeviceHealthMonitor final : public DeviceHealthSource {
+ public:
+  // `boottime_now` returns CLOCK_BOOTTIME (the heartbeat's clock). References must outlive this.
+  DeviceHealthMonitor(const DeviceCatalog& catalog, std::string pool, const FileSystem& sysfs,
+                      const shm::Segment& segment, std::chrono::nanoseconds nri_silence_limit,
+                      std::function<std::chrono::nanoseconds()> boottime_now);
+
+  std::vector<DeviceHealthReport> CurrentHealth() override;
+
+ private:
+  CpuSet OnlineCpus();
+
+  const DeviceCatalog& catalog_;
+  const std::string pool_;
+  const FileSystem& sysfs_;
+  const shm::Segment& segment_;
+  const std::chrono::nanoseconds limit_;
+  const std::function<std::chrono::nanoseconds()> now_;
+  const std::chrono::nanoseconds started_;
+  std::mutex mu_;
+  CpuSet last_online_;  // guarded by mu_; kept when sysfs cannot be read
+};
+
+// CLOCK_BOOTTIME now.
+std::chrono::nanoseconds BoottimeNow();
+
+}  // namespace dracpu::dra

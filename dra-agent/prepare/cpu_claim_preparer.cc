@@ -1,0 +1,365 @@
+#include "dra-agent/prepare/cpu_claim_preparer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <set>
+
+#include "dra-agent/allocator/allocator.h"
+#include "dra-agent/cdi/cdi_spec.h"
+
+namespace dracpu::dra {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+allocator::AllocatorOptions ToAllocatorOptions(const PlacementPolicy& p, bool strict) {
+  allocator::AllocatorOptions o;
+  o.full_pcpus_only = p.full_pcpus_only;
+  o.distribute_cpus_across_numa = p.distribute_cpus_across_numa;
+  o.align_by_socket = p.align_by_socket;
+  o.prefer_align_cpus_by_uncorecache = p.prefer_align_cpus_by_uncorecache;
+  o.distribute_cpus_across_cores = p.distribute_cpus_across_cores;
+  o.strict_cpu_reservation = strict;
+  switch (p.core_type) {
+    case CoreTypePreference::kPerformance: o.core_type = allocator::CoreTypePreference::kPerformance; break;
+    case CoreTypePreference::kEfficiency: o.core_type = allocator::CoreTypePreference::kEfficiency; break;
+    case CoreTypePreference::kAny: o.core_type = allocator::CoreTypePreference::kAny; break;
+  }
+  return o;
+}
+
+std::string Key(const ClaimRef& ref) {
+  return ref.namespace_name + "/" + ref.name + " (uid " + ref.uid + ")";
+}
+
+std::vector<int> NumaNodesOf(const CpuTopology& t, const CpuSet& cpus) {
+  std::set<int> nodes;
+  for (int cpu : cpus) {
+    if (const CpuInfo* info = t.FindCpu(cpu); info != nullptr && info->numa_node >= 0) {
+      nodes.insert(info->numa_node);
+    }
+  }
+  return {nodes.begin(), nodes.end()};
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology, const allocator::TopologyIndex& index,
+                                   const DeviceCatalog& catalog, shm::Segment& segment, CdiStore& cdi,
+                                   ClaimFetcher fetch, PreparerOptions options,
+                                   MetricsRegistry* metrics)
+    : topology_(topology), index_(index), catalog_(catalog), segment_(segment), cdi_(cdi),
+      fetch_(std::move(fetch)), options_(std::move(options)) {
+  if (metrics != nullptr) {
+    prepare_total_ = &metrics->AddCounter("dra_cpu_prepare_claims_total",
+                                          "Claims handled by NodePrepareResources, by result.", {"result"});
+    unprepare_total_ = &metrics->AddCounter(
+        "dra_cpu_unprepare_claims_total", "Claims handled by NodeUnprepareResources, by result.", {"result"});
+    for (const char* r : {"success", "error"}) {
+      prepare_total_->Add({r}, 0);
+      unprepare_total_->Add({r}, 0);
+    }
+    prepare_seconds_ = &metrics->AddHistogram("dra_cpu_prepare_claim_duration_seconds",
+                                              "Per-claim NodePrepareResources latency.", {},
+                                              LatencyBuckets());
+    unprepare_seconds_ = &metrics->AddHistogram("dra_cpu_unprepare_claim_duration_seconds",
+                                                "Per-claim NodeUnprepareResources latency.", {},
+                                                LatencyBuckets());
+  }
+}
+
+std::string CpuClaimPreparer::ClaimKey(const ClaimRef& ref) const { return Key(ref); }
+
+std::mutex& CpuClaimPreparer::ClaimLock(const std::string& uid) {
+  return claim_locks_[std::hash<std::string>{}(uid) % claim_locks_.size()];
+}
+
+std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(const std::vector<ClaimRef>& claims) {
+  std::map<std::string, ClaimPrepareResult> out;
+  for (const ClaimRef& ref : claims) {
+    const auto start = Clock::now();
+    ClaimPrepareResult r = PrepareOne(ref);
+    if (prepare_total_ != nullptr) {
+      prepare_total_->Add({r.error.empty() ? "success" : "error"}, 1);
+      prepare_seconds_->Observe({}, SecondsSince(start));
+    }
+    out[ref.uid] = std::move(r);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> CpuClaimPreparer::Unprepare(const std::vector<ClaimRef>& claims) {
+  std::map<std::string, std::string> out;
+  for (const ClaimRef& ref : claims) {
+    const auto start = Clock::now();
+    std::string error = UnprepareOne(ref);
+    if (unprepare_total_ != nullptr) {
+      unprepare_total_->Add({error.empty() ? "success" : "error"}, 1);
+      unprepare_seconds_->Observe({}, SecondsSince(start));
+    }
+    out[ref.uid] = std::move(error);
+  }
+  return out;
+}
+
+std::vector<PreparedDevice> CpuClaimPreparer::Devices(
+    const ResourceClaimView& claim, const std::vector<const AllocationResultView*>& results) const {
+  std::vector<PreparedDevice> devices;
+  for (const AllocationResultView* r : results) {
+    devices.push_back({{r->base_request}, r->pool, r->device, {CdiDeviceId(claim.uid)}, r->share_id});
+  }
+  return devices;
+}
+
+Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
+                                       const std::vector<const AllocationResultView*>& results,
+                                       const CpuSet& free, bool& align_memory) const {
+  CpuSet chosen;
+  align_memory = options_.policy.align_memory;
+  for (const AllocationResultView* r : results) {
+    const std::string what = "result for request " + r->request + " (device " + r->device + ")";
+    if (r->pool != options_.pool_name) {
+      return InvalidArgumentError(what + ": pool " + r->pool + " is not this node's pool " +
+                                  options_.pool_name);
+    }
+    const CatalogDevice* device = catalog_.Find(r->device);
+    if (device == nullptr) {
+      return InvalidArgumentError(what + ": no such device on this node");
+    }
+    ASSIGN_OR_RETURN(const RequestConfig config, ConfigForRequest(claim, r->request));
+    const PlacementPolicy policy = ApplyOverride(options_.policy, config.policy);
+    align_memory = align_memory || policy.align_memory;
+    CpuSet cpus;
+    if (catalog_.options.mode == CpuDeviceMode::kIndividual) {
+      cpus = device->cpus;
+      if (!cpus.IsSubsetOf(free - chosen)) {
+        return FailedPreconditionError(what + ": CPU " + cpus.ToListString() +
+                                       " is held by another claim (overlapping device assignment)");
+      }
+    } else {
+      if (!r->consumed_cpu) {
+        return InvalidArgumentError(what + ": no consumedCapacity for dra.cpu/cpu");
+      }
+      ASSIGN_OR_RETURN(const int64_t count, ParseWholeCpuQuantity(*r->consumed_cpu));
+      if (policy.full_pcpus_only && count % topology_.MaxThreadsPerCore() != 0) {
+        return InvalidArgumentError(what + ": " + std::to_string(count) +
+                                    " CPUs is not a whole number of cores of " +
+                                    std::to_string(topology_.MaxThreadsPerCore()) + " threads (fullPCPUsOnly)");
+      }
+      if (config.cpuset) {
+        cpus = *config.cpuset;
+        if (cpus.Count() != count) {
+          return InvalidArgumentError(what + ": cpuConfig.cpuset " + cpus.ToListString() + " has " +
+                                      std::to_string(cpus.Count()) + " CPUs, the allocation " +
+                                      std::to_string(count));
+        }
+        if (!cpus.IsSubsetOf(device->group_cpus)) {
+          return InvalidArgumentError(what + ": cpuConfig.cpuset CPUs " +
+                                      (cpus - device->group_cpus).ToListString() +
+                                      " are not allocatable CPUs of the device");
+        }
+        if (!cpus.IsSubsetOf(free - chosen)) {
+          return FailedPreconditionError(what + ": cpuConfig.cpuset CPUs " +
+                                         (cpus - (free - chosen)).ToListString() +
+                                         " are held by another claim");
+        }
+      } else {
+        allocator::AllocationRequest request;
+        request.available = device->group_cpus & (free - chosen);
+        request.count = static_cast<int>(count);
+        auto placed = allocator::Allocate(index_, request,
+                                          ToAllocatorOptions(policy, options_.strict_cpu_reservation));
+        if (!placed.ok()) return placed.status().WithContext(what);
+        cpus = *placed;
+      }
+    }
+    chosen |= cpus;
+  }
+  return chosen;
+}
+
+ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
+  auto fail = [&](const Status& s) { return ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()}; };
+  if (Status s = ValidateClaimUid(ref.uid); !s.ok()) return fail(s);
+  std::lock_guard claim_lock(ClaimLock(ref.uid));
+
+  auto json = fetch_(ref.namespace_name, ref.name);
+  if (!json.ok()) return fail(json.status().WithContext("reading the ResourceClaim"));
+  auto claim = ParseResourceClaim(*json);
+  if (!claim.ok()) return fail(claim.status());
+  if (claim->uid != ref.uid) {
+    return fail(NotFoundError("the API server has uid " + claim->uid +
+                              " for this name (the claim was deleted and re-created)"));
+  }
+  if (!claim->allocated) return fail(FailedPreconditionError("not allocated (no status.allocation)"));
+  std::vector<const AllocationResultView*> ours;
+  for (const AllocationResultView& r : claim->results) {
+    if (r.driver == kDriverNameForClaims) ours.push_back(&r);
+  }
+  if (ours.empty()) return {};
+
+  // A repeated Prepare: the same CPUs again.
+  auto existing = segment_.FindClaim(ref.uid);
+  if (!existing.ok()) return fail(existing.status());
+  if (existing->has_value() && static_cast<shm::ClaimState>((*existing)->state) != shm::ClaimState::kReleasing) {
+    const shm::ClaimSpec spec = shm::DecodeClaim(**existing);
+    if (Status s = cdi_.Write(ref.uid, spec.cpus); !s.ok()) return fail(s);
+    if (spec.state != shm::ClaimState::kPrepared) {
+      shm::ClaimSpec prepared = spec;
+      prepared.state = shm::ClaimState::kPrepared;
+      auto txn = segment_.Begin();
+      if (!txn.ok()) return fail(txn.status());
+      if (Status s = txn->UpsertClaim(prepared); !s.ok()) return fail(s);
+      txn->Commit();
+    }
+    return {Devices(*claim, ours), ""};
+  }
+
+  // Place and reserve in one transaction, so concurrent Prepares never overlap.
+  shm::ClaimSpec spec;
+  {
+    auto txn = segment_.Begin();
+    if (!txn.ok()) return fail(txn.status());
+    const CpuSet claimed = txn->ClaimedCpus(ref.uid);
+    const CpuSet free = catalog_.allocatable - claimed;
+    bool align_memory = false;
+    auto cpus = Place(*claim, ours, free, align_memory);
+    if (!cpus.ok()) return fail(cpus.status());
+    const CpuSet pool_base = options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online;
+    const int shared_after = (pool_base - claimed - *cpus).Count();
+    if (shared_after < options_.min_shared_cpus) {
+      return fail(ResourceExhaustedError(
+          "granting CPUs " + cpus->ToListString() + " would leave " + std::to_string(shared_after) +
+          " CPUs in the shared pool, below minSharedCPUs " + std::to_string(options_.min_shared_cpus)));
+    }
+    spec.uid = ref.uid;
+    spec.namespace_ = claim->namespace_name;
+    spec.name = claim->name;
+    spec.state = shm::ClaimState::kReserved;
+    spec.flags = align_memory ? shm::kClaimAlignMemory : 0;
+    for (const AllocationResultView* r : ours) {
+      if (std::find(spec.request_names.begin(), spec.request_names.end(), r->base_request) ==
+          spec.request_names.end()) {
+        spec.request_names.push_back(r->base_request);
+      }
+    }
+    spec.cpus = *cpus;
+    spec.mems = NumaNodesOf(topology_, *cpus);
+    if (Status s = txn->UpsertClaim(spec); !s.ok()) return fail(s);
+    txn->Commit();
+  }
+
+  // Durable record, then acknowledge. Any failure undoes the reservation.
+  Status written = cdi_.Write(ref.uid, spec.cpus);
+  if (written.ok()) {
+    spec.state = shm::ClaimState::kPrepared;
+    auto txn = segment_.Begin();
+    written = txn.ok() ? txn->UpsertClaim(spec) : txn.status();
+  }
+  if (!written.ok()) {
+    cdi_.Remove(ref.uid).IgnoreError();  // best effort: the reservation goes either way
+    if (auto txn = segment_.Begin(); txn.ok()) txn->RemoveClaim(ref.uid).status().IgnoreError();
+    return fail(written);
+  }
+  return {Devices(*claim, ours), ""};
+}
+
+std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
+  auto fail = [&](const Status& s) { return "claim " + Key(ref) + ": " + s.message(); };
+  if (Status s = ValidateClaimUid(ref.uid); !s.ok()) return fail(s);
+  std::lock_guard claim_lock(ClaimLock(ref.uid));
+  auto existing = segment_.FindClaim(ref.uid);
+  if (!existing.ok()) return fail(existing.status());
+  std::optional<shm::ClaimSpec> spec;
+  if (existing->has_value()) {
+    spec = shm::DecodeClaim(**existing);
+    shm::ClaimSpec releasing = *spec;
+    releasing.state = shm::ClaimState::kReleasing;
+    auto txn = segment_.Begin();
+    if (!txn.ok()) return fail(txn.status());
+    if (Status s = txn->UpsertClaim(releasing); !s.ok()) return fail(s);
+  }
+  // The CPUs are freed only once no CDI spec can hand them to a new container.
+  if (Status s = cdi_.Remove(ref.uid); !s.ok()) {
+    if (spec) {
+      if (auto txn = segment_.Begin(); txn.ok()) txn->UpsertClaim(*spec).IgnoreError();
+    }
+    return fail(s.WithContext("removing the CDI spec (CPUs stay reserved)"));
+  }
+  if (spec) {
+    auto txn = segment_.Begin();
+    if (!txn.ok()) return fail(txn.status());
+    if (auto removed = txn->RemoveClaim(ref.uid); !removed.ok()) return fail(removed.status());
+  }
+  return "";
+}
+
+Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
+  std::vector<std::string> report;
+  ASSIGN_OR_RETURN(CdiStore::Listing listing, cdi_.List());
+  for (const Status& problem : listing.problems) report.push_back("unusable CDI spec: " + problem.message());
+  std::map<std::string, CpuSet> on_disk;
+  for (const ClaimEnv& c : listing.claims) on_disk[c.claim_uid] = c.cpus;
+
+  ASSIGN_OR_RETURN(shm::WriteTransaction txn, segment_.Begin());
+  // Shared memory first: finish or undo what a crash interrupted.
+  std::vector<shm::ClaimSpec> in_memory;
+  for (uint32_t i = 0; i < txn.claim_count(); ++i) in_memory.push_back(shm::DecodeClaim(txn.claim_at(i)));
+  for (const shm::ClaimSpec& c : in_memory) {
+    const bool has_spec = on_disk.count(c.uid) > 0;
+    if (c.state == shm::ClaimState::kReleasing) {
+      RETURN_IF_ERROR(cdi_.Remove(c.uid));
+      RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
+      on_disk.erase(c.uid);
+      report.push_back("claim " + c.uid + ": finished an interrupted Unprepare, CPUs " + c.cpus.ToListString() + " released");
+    } else if (!has_spec && c.state == shm::ClaimState::kReserved) {
+      RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
+      report.push_back("claim " + c.uid + ": dropped a reservation whose Prepare never finished, CPUs " + c.cpus.ToListString());
+    } else if (!has_spec) {
+      RETURN_IF_ERROR(cdi_.Write(c.uid, c.cpus));
+      report.push_back("claim " + c.uid + ": rewrote its missing CDI spec, CPUs " + c.cpus.ToListString());
+    } else if (!(on_disk[c.uid] == c.cpus)) {
+      // Both survived but disagree: the CDI spec is what containers were created with.
+      report.push_back("claim " + c.uid + ": shared memory had CPUs " + c.cpus.ToListString() +
+                       ", its CDI spec " + on_disk[c.uid].ToListString() + "; the spec wins");
+      shm::ClaimSpec fixed = c;
+      fixed.cpus = on_disk[c.uid];
+      fixed.mems = NumaNodesOf(topology_, fixed.cpus);
+      RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
+      if (!(fixed.cpus - catalog_.allocatable).Empty() || txn.ClaimedCpus().Intersects(fixed.cpus)) {
+        report.push_back("claim " + c.uid + ": its CDI CPUs conflict; left unreserved for the operator");
+        continue;
+      }
+      RETURN_IF_ERROR(txn.UpsertClaim(fixed));
+    }
+  }
+  // Then the CDI specs shared memory does not know (a lost or rebuilt segment).
+  for (const auto& [uid, cpus] : on_disk) {
+    if (txn.FindClaim(uid)) continue;
+    const CpuSet outside = cpus - catalog_.allocatable;
+    const CpuSet taken = cpus & txn.ClaimedCpus();
+    if (!outside.Empty() || !taken.Empty()) {
+      report.push_back("claim " + uid + ": CDI spec CPUs " + cpus.ToListString() + " not re-reserved (" +
+                       (!outside.Empty() ? "CPUs " + outside.ToListString() + " are offline or reserved"
+                                         : "CPUs " + taken.ToListString() + " are held by another claim") +
+                       "); its spec is left in place for the operator");
+      continue;
+    }
+    shm::ClaimSpec spec;
+    spec.uid = uid;
+    spec.state = shm::ClaimState::kPrepared;
+    spec.cpus = cpus;
+    spec.mems = NumaNodesOf(topology_, cpus);
+    RETURN_IF_ERROR(txn.UpsertClaim(spec));
+    report.push_back("claim " + uid + ": re-reserved CPUs " + cpus.ToListString() + " from its CDI spec");
+  }
+  txn.Commit();
+  return report;
+}
+
+}  // namespace dracpu::dra

@@ -1,0 +1,99 @@
+// CpuClaimPreparer: the dra-agent's NodePrepareResources / NodeUnprepareResources.
+//
+// Prepare, per claim (claims of one call in parallel is the kubelet's business; here each claim
+// is serialized against itself by a striped lock, and different claims run concurrently except
+// for the short placement step, which runs inside one shared-memory transaction):
+//   1. GET the ResourceClaim, check its uid and that it is allocated; take the results for
+//      dra.cpu (none: success with no devices, as the reference).
+//   2. Already in shared memory (a repeated Prepare): the same CPUs again; the CDI spec is
+//      rewritten if missing.
+//   3. Otherwise, in one transaction: free = allocatable - every other claim; for each result,
+//      individual mode: the device's CPU; grouped: consumedCapacity["dra.cpu/cpu"] CPUs inside
+//      the device's group, chosen by the allocator with the node policy and the claim's
+//      overrides, or the claim's explicit cpuConfig.cpuset (validated); results get disjoint
+//      CPUs. Refused when the shared pool would fall below minSharedCPUs. Recorded kReserved.
+//   4. CDI spec written atomically; on failure the reservation is removed (nothing half-done).
+//   5. Recorded kPrepared; devices returned (one per result, all with the claim's CDI id).
+// Unprepare: mark kReleasing, remove the CDI spec (on failure: back to kPrepared, CPUs stay
+// held, error returned), remove the claim. An unknown claim is success.
+// Reconcile (before registering with the kubelet): shared memory and the CDI files are made to
+// agree; see Reconcile().
+#pragma once
+
+#include <array>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/cpu_topology.h"
+#include "common/driver_config.h"
+#include "common/metrics.h"
+#include "dra-agent/allocator/topology_index.h"
+#include "dra-agent/cdi/cdi_store.h"
+#include "dra-agent/prepare/claim_preparer.h"
+#include "dra-agent/prepare/resource_claim.h"
+#include "dra-agent/slices/device_catalog.h"
+#include "shm-schema/segment.h"
+
+namespace dracpu::dra {
+
+// Returns the ResourceClaim's JSON from the API server (GET), or the API error.
+using ClaimFetcher =
+    std::function<Result<std::string>(const std::string& namespace_name, const std::string& name)>;
+
+struct PreparerOptions {
+  std::string pool_name;  // = the node name
+  PlacementPolicy policy;
+  int min_shared_cpus = 1;
+  bool strict_cpu_reservation = true;
+};
+
+class CpuClaimPreparer final : public ClaimPreparer {
+ public:
+  // All references must outlive the preparer. `metrics` may be null.
+  CpuClaimPreparer(const CpuTopology& topology, const allocator::TopologyIndex& index,
+                   const DeviceCatalog& catalog, shm::Segment& segment, CdiStore& cdi,
+                   ClaimFetcher fetch, PreparerOptions options, MetricsRegistry* metrics);
+
+  std::map<std::string, ClaimPrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
+  std::map<std::string, std::string> Unprepare(const std::vector<ClaimRef>& claims) override;
+
+  // Makes shared memory and the CDI files agree after a restart or a crash:
+  //  * a CDI spec whose claim is missing from shared memory is re-reserved (kPrepared), unless
+  //    its CPUs are offline, reserved or held by another claim: then it is left on disk, not
+  //    reserved, and reported (never a double grant);
+  //  * a kPrepared claim whose CDI spec is missing gets it rewritten;
+  //  * a kReserved claim without a CDI spec (Prepare died before acknowledging) is dropped;
+  //  * a kReleasing claim (Unprepare died) is finished: spec removed, claim dropped.
+  // Returns one line per action or problem, for the caller to log.
+  Result<std::vector<std::string>> Reconcile();
+
+  // The CPUs of one claim, for tests and diagnostics.
+  std::string ClaimKey(const ClaimRef& ref) const;
+
+ private:
+  ClaimPrepareResult PrepareOne(const ClaimRef& ref);
+  std::string UnprepareOne(const ClaimRef& ref);
+  Result<CpuSet> Place(const ResourceClaimView& claim,
+                       const std::vector<const AllocationResultView*>& results, const CpuSet& free,
+                       bool& align_memory) const;
+  std::vector<PreparedDevice> Devices(const ResourceClaimView& claim,
+                                      const std::vector<const AllocationResultView*>& results) const;
+  std::mutex& ClaimLock(const std::string& uid);
+
+  const CpuTopology& topology_;
+  const allocator::TopologyIndex& index_;
+  const DeviceCatalog& catalog_;
+  shm::Segment& segment_;
+  CdiStore& cdi_;
+  const ClaimFetcher fetch_;
+  const PreparerOptions options_;
+  Metric* prepare_total_ = nullptr;
+  Metric* unprepare_total_ = nullptr;
+  Metric* prepare_seconds_ = nullptr;
+  Metric* unprepare_seconds_ = nullptr;
+  std::array<std::mutex, 64> claim_locks_;
+};
+
+}  // namespace dracpu::dra

@@ -1,0 +1,279 @@
+#include "dra-agent/prepare/cpu_claim_preparer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "dra-agent/cdi/cdi_spec.h"
+#include "shm-schema/shm_test_util.h"
+#include "tests/testing/status_matchers.h"
+#include "tests/testing/synthetic_topology.h"
+
+namespace dracpu::dra {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+struct Result_ {
+  std::string request, device, consumed;
+};
+
+// A ResourceClaim as the API server returns it, allocated to `results` on pool node-a.
+std::string ClaimJson(const std::string& uid, const std::vector<Result_>& results,
+                      const std::string& config = "") {
+  std::string r;
+  for (const Result_& x : results) {
+    if (!r.empty()) r += ",";
+    r += R"({"request":")" + x.request + R"(","driver":"dra.cpu","pool":"node-a","device":")" + x.device + "\"";
+    if (!x.consumed.empty()) r += R"(,"consumedCapacity":{"dra.cpu/cpu":")" + x.consumed + "\"}";
+    r += "}";
+  }
+  return R"({"metadata":{"namespace":"ns","name":"c-)" + uid + R"(","uid":")" + uid +
+         R"("},"status":{"allocation":{"devices":{"results":[)" + r + "],\"config\":[" + config + "]}}}}";
+}
+
+class PreparerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Build(CpuDeviceMode::kGrouped); }
+
+  // 2 sockets x 1 NUMA x 4 cores x SMT2: node 0 = 0-3,8-11; node 1 = 4-7,12-15.
+  void Build(CpuDeviceMode mode, int min_shared = 1) {
+    preparer_.reset();
+    topology_ = testing::SyntheticTopology({2, 1, 4, 2});
+    index_ = std::make_unique<allocator::TopologyIndex>(allocator::TopologyIndex::Build(topology_).value());
+    CatalogOptions co;
+    co.mode = mode;
+    co.min_shared_cpus = min_shared;
+    catalog_ = BuildDeviceCatalog(topology_, co).value();
+    if (!segment_) {
+      segment_ = shm::Segment::Open(dir_.File("state.shm"), shm::testing::TestOptions(shm::Role::kDraAgent)).value();
+      std::filesystem::create_directories(dir_.File("cdi"));
+      fs_ = NewPosixFileSystem(dir_.path()).value();
+      cdi_ = std::make_unique<CdiStore>(*fs_, "cdi");
+    }
+    PreparerOptions po;
+    po.pool_name = "node-a";
+    po.min_shared_cpus = min_shared;
+    preparer_ = std::make_unique<CpuClaimPreparer>(
+        topology_, *index_, catalog_, *segment_, *cdi_,
+        [this](const std::string& ns, const std::string& name) -> Result<std::string> {
+          std::lock_guard lock(mu_);
+          auto it = claims_.find(ns + "/" + name);
+          if (it == claims_.end()) return NotFoundError("resourceclaims \"" + name + "\" not found");
+          return it->second;
+        },
+        po, &metrics_);
+  }
+
+  ClaimRef Add(const std::string& uid, const std::vector<Result_>& results, const std::string& config = "") {
+    std::lock_guard lock(mu_);
+    claims_["ns/c-" + uid] = ClaimJson(uid, results, config);
+    return {"ns", "c-" + uid, uid};
+  }
+
+  ClaimPrepareResult PrepareOne(const ClaimRef& ref) { return preparer_->Prepare({ref}).at(ref.uid); }
+
+  CpuSet Held(const std::string& uid) {
+    auto c = segment_->FindClaim(uid).value();
+    return c ? shm::DecodeClaim(*c).cpus : CpuSet();
+  }
+
+  shm::testing::TempDir dir_;
+  CpuTopology topology_;
+  std::unique_ptr<allocator::TopologyIndex> index_;
+  DeviceCatalog catalog_;
+  std::unique_ptr<shm::Segment> segment_;
+  std::unique_ptr<FileSystem> fs_;
+  std::unique_ptr<CdiStore> cdi_;
+  MetricsRegistry metrics_;
+  std::unique_ptr<CpuClaimPreparer> preparer_;
+  std::mutex mu_;
+  std::map<std::string, std::string> claims_;
+};
+
+TEST_F(PreparerTest, GroupedClaimGetsWholeCoresInItsNumaNode) {
+  const ClaimRef ref = Add("u1", {{"req", "cpudevnuma000", "4"}});
+  ClaimPrepareResult r = PrepareOne(ref);
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].device_name, "cpudevnuma000");
+  EXPECT_EQ(r.devices[0].pool_name, "node-a");
+  EXPECT_THAT(r.devices[0].request_names, ElementsAre("req"));
+  EXPECT_THAT(r.devices[0].cdi_device_ids, ElementsAre("dra.k8s.io/cpu=claim-u1"));
+  const CpuSet held = Held("u1");
+  EXPECT_EQ(held.Count(), 4);
+  EXPECT_TRUE(held.IsSubsetOf(topology_.numa_nodes[0].cpus));
+  for (const Core& core : topology_.cores) {  // whole cores: both threads or neither
+    EXPECT_TRUE(core.cpus.IsSubsetOf(held) || !core.cpus.Intersects(held)) << core.id;
+  }
+  auto listing = cdi_->List().value();
+  ASSERT_EQ(listing.claims.size(), 1u);
+  EXPECT_EQ(listing.claims[0].cpus, held);
+  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state), shm::ClaimState::kPrepared);
+  EXPECT_EQ(metrics_.RenderText().find("dra_cpu_prepare_claims_total{result=\"success\"} 1") != std::string::npos, true);
+}
+
+TEST_F(PreparerTest, RepeatedPrepareIsIdempotent) {
+  const ClaimRef ref = Add("u1", {{"req", "cpudevnuma001", "3"}});
+  ASSERT_EQ(PrepareOne(ref).error, "");
+  const CpuSet first = Held("u1");
+  std::filesystem::remove(dir_.File("cdi/" + CdiSpecFileName("u1")));  // lost spec is rewritten
+  ASSERT_EQ(PrepareOne(ref).error, "");
+  EXPECT_EQ(Held("u1"), first);
+  EXPECT_EQ(cdi_->List()->claims.at(0).cpus, first);
+}
+
+TEST_F(PreparerTest, ResultsOfOneClaimAreDisjoint) {
+  const ClaimRef ref = Add("u1", {{"a", "cpudevnuma000", "2"}, {"b", "cpudevnuma000", "2"}, {"c", "cpudevnuma001", "2"}});
+  ClaimPrepareResult r = PrepareOne(ref);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.devices.size(), 3u);
+  EXPECT_EQ(Held("u1").Count(), 6);
+  EXPECT_EQ((Held("u1") & topology_.numa_nodes[0].cpus).Count(), 4);
+}
+
+TEST_F(PreparerTest, ConcurrentClaimsNeverOverlap) {
+  std::vector<ClaimRef> refs;
+  for (int i = 0; i < 7; ++i) refs.push_back(Add("u" + std::to_string(i), {{"r", i % 2 ? "cpudevnuma001" : "cpudevnuma000", "2"}}));
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(refs.size());
+  for (size_t i = 0; i < refs.size(); ++i) {
+    threads.emplace_back([&, i] { errors[i] = PrepareOne(refs[i]).error; });
+  }
+  for (auto& t : threads) t.join();
+  CpuSet all;
+  int granted = 0;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (!errors[i].empty()) {
+      EXPECT_THAT(errors[i], HasSubstr("not enough")) << "only lack of CPUs may refuse";
+      continue;
+    }
+    const CpuSet held = Held(refs[i].uid);
+    EXPECT_FALSE(all.Intersects(held)) << refs[i].uid;
+    all |= held;
+    ++granted;
+  }
+  // 16 CPUs, floor 1: node 0 fits 3 claims of 2 beside... at least 6 of 7 fit.
+  EXPECT_GE(granted, 6);
+  EXPECT_GE((topology_.online - all).Count(), 1);
+}
+
+TEST_F(PreparerTest, ExplicitCpusetIsValidated) {
+  const std::string cfg = R"({"source":"FromClaim","requests":[],"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"1,9"}}}})";
+  ASSERT_EQ(PrepareOne(Add("u1", {{"r", "cpudevnuma000", "2"}}, cfg)).error, "");
+  EXPECT_EQ(Held("u1").ToListString(), "1,9");
+  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudevnuma000", "2"}}, cfg)).error, HasSubstr("held by another claim"));
+  EXPECT_THAT(PrepareOne(Add("u3", {{"r", "cpudevnuma000", "3"}}, cfg)).error, HasSubstr("has 2 CPUs, the allocation 3"));
+  const std::string other_node = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"4-5"}}}})";
+  EXPECT_THAT(PrepareOne(Add("u4", {{"r", "cpudevnuma000", "2"}}, other_node)).error, HasSubstr("not allocatable CPUs of the device"));
+  EXPECT_TRUE(Held("u2").Empty());
+  EXPECT_EQ(cdi_->List()->claims.size(), 1u);
+}
+
+struct BadClaim {
+  const char* name;
+  std::vector<Result_> results;
+  const char* config;
+  const char* error;
+};
+
+TEST_F(PreparerTest, BadClaimsGetTheirError) {
+  const std::vector<BadClaim> cases = {
+      {"fraction", {{"r", "cpudevnuma000", "1500m"}}, "", "fraction of a CPU"},
+      {"zero", {{"r", "cpudevnuma000", "0"}}, "", "not positive"},
+      {"nocap", {{"r", "cpudevnuma000", ""}}, "", "no consumedCapacity"},
+      {"unknown", {{"r", "cpudevnuma007", "1"}}, "", "no such device"},
+      {"toomany", {{"r", "cpudevnuma000", "9"}}, "", "not enough cpus"},
+      {"floor", {{"a", "cpudevnuma000", "8"}, {"b", "cpudevnuma001", "8"}}, "", "below minSharedCPUs 1"},
+      {"smt", {{"r", "cpudevnuma000", "3"}}, R"({"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true}}}})", "not a whole number of cores"},
+  };
+  for (const BadClaim& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_THAT(PrepareOne(Add(c.name, c.results, c.config)).error, HasSubstr(c.error));
+    EXPECT_TRUE(Held(c.name).Empty());
+  }
+  EXPECT_THAT(cdi_->List()->claims, IsEmpty());
+  // The API's view of the claim decides.
+  EXPECT_THAT(PrepareOne({"ns", "missing", "u9"}).error, HasSubstr("not found"));
+  Add("real", {{"r", "cpudevnuma000", "1"}});
+  EXPECT_THAT(PrepareOne({"ns", "c-real", "other-uid"}).error, HasSubstr("has uid real"));
+  {
+    std::lock_guard lock(mu_);
+    claims_["ns/c-unalloc"] = R"({"metadata":{"namespace":"ns","name":"c-unalloc","uid":"unalloc"},"status":{}})";
+  }
+  EXPECT_THAT(PrepareOne({"ns", "c-unalloc", "unalloc"}).error, HasSubstr("not allocated"));
+  EXPECT_THAT(PrepareOne({"ns", "x", "bad/uid"}).error, HasSubstr("other than letters"));
+}
+
+TEST_F(PreparerTest, IndividualModeMapsDevicesToCpus) {
+  Build(CpuDeviceMode::kIndividual);
+  ASSERT_EQ(PrepareOne(Add("u1", {{"r", "cpudev000", ""}, {"r", "cpudev001", ""}})).error, "");
+  EXPECT_EQ(Held("u1").ToListString(), "1,9");  // CPU 0 is the unpublished shared-pool floor
+  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudev001", ""}})).error, HasSubstr("overlapping device assignment"));
+}
+
+TEST_F(PreparerTest, UnprepareReleasesAndIsIdempotent) {
+  const ClaimRef ref = Add("u1", {{"r", "cpudevnuma000", "2"}});
+  ASSERT_EQ(PrepareOne(ref).error, "");
+  EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
+  EXPECT_TRUE(Held("u1").Empty());
+  EXPECT_THAT(cdi_->List()->claims, IsEmpty());
+  EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
+  EXPECT_EQ(preparer_->Unprepare({{"ns", "never", "u404"}}).at("u404"), "");
+}
+
+TEST_F(PreparerTest, CpusStayHeldWhileTheCdiSpecCannotBeRemoved) {
+  const ClaimRef ref = Add("u1", {{"r", "cpudevnuma000", "2"}});
+  ASSERT_EQ(PrepareOne(ref).error, "");
+  const CpuSet held = Held("u1");
+  // A directory in the spec's place makes unlink fail.
+  const std::string spec = dir_.File("cdi/" + CdiSpecFileName("u1"));
+  std::filesystem::remove(spec);
+  std::filesystem::create_directories(spec + "/blocker");
+  EXPECT_THAT(preparer_->Unprepare({ref}).at("u1"), HasSubstr("CPUs stay reserved"));
+  EXPECT_EQ(Held("u1"), held);
+  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state), shm::ClaimState::kPrepared);
+}
+
+TEST_F(PreparerTest, FailedCdiWriteRollsBackTheReservation) {
+  const std::string spec = dir_.File("cdi/" + CdiSpecFileName("u1"));
+  std::filesystem::create_directories(spec + "/blocker");  // rename over a directory fails
+  EXPECT_THAT(PrepareOne(Add("u1", {{"r", "cpudevnuma000", "2"}})).error, HasSubstr("rename"));
+  EXPECT_TRUE(Held("u1").Empty());
+}
+
+TEST_F(PreparerTest, ReconcileMakesMemoryAndSpecsAgree) {
+  // Prepared normally: stays.
+  ASSERT_EQ(PrepareOne(Add("kept", {{"r", "cpudevnuma000", "2"}})).error, "");
+  // In memory, never acknowledged (no spec): dropped.
+  {
+    auto txn = segment_->Begin().value();
+    ASSERT_THAT(txn.UpsertClaim(shm::testing::TestClaim(50, CpuSet{4})), IsOk());
+    shm::ClaimSpec reserved = shm::testing::TestClaim(51, CpuSet{5});
+    reserved.state = shm::ClaimState::kReserved;
+    ASSERT_THAT(txn.UpsertClaim(reserved), IsOk());
+  }
+  // Spec on disk, unknown to memory: re-reserved. Conflicting spec: left alone.
+  ASSERT_THAT(cdi_->Write("fromdisk", CpuSet{6, 14}), IsOk());
+  ASSERT_THAT(cdi_->Write("conflict", Held("kept")), IsOk());
+  auto report = preparer_->Reconcile();
+  ASSERT_THAT(report, IsOk());
+  EXPECT_EQ(Held("fromdisk").ToListString(), "6,14");
+  EXPECT_TRUE(Held("conflict").Empty());
+  EXPECT_TRUE(Held(shm::testing::Uid(51)).Empty());
+  // TestClaim(50) is kPrepared without a spec: its spec is rewritten.
+  EXPECT_EQ(Held(shm::testing::Uid(50)).ToListString(), "4");
+  const std::string text = ::testing::PrintToString(*report);
+  EXPECT_THAT(text, HasSubstr("re-reserved CPUs 6,14"));
+  EXPECT_THAT(text, HasSubstr("held by another claim"));
+  EXPECT_THAT(text, HasSubstr("never finished"));
+  EXPECT_THAT(text, HasSubstr("rewrote its missing CDI spec"));
+}
+
+}  // namespace
+}  // namespace dracpu::dra

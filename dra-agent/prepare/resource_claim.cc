@@ -1,0 +1,246 @@
+#include "dra-agent/prepare/resource_claim.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <charconv>
+
+namespace dracpu::dra {
+namespace {
+
+using Value = rapidjson::Value;
+
+Status Bad(const std::string& field, const std::string& reason) {
+  return InvalidArgumentError("ResourceClaim field " + field + ": " + reason);
+}
+
+Result<std::string> StringAt(const Value& obj, const char* key, const std::string& where,
+                             bool required) {
+  if (!obj.HasMember(key)) {
+    if (required) return Bad(where + "." + key, "missing");
+    return std::string();
+  }
+  if (!obj[key].IsString()) return Bad(where + "." + key, "not a string");
+  return std::string(obj[key].GetString(), obj[key].GetStringLength());
+}
+
+std::string ToJson(const Value& v) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  v.Accept(w);
+  return std::string(b.GetString(), b.GetSize());
+}
+
+Result<std::vector<std::string>> Strings(const Value& obj, const char* key, const std::string& where) {
+  std::vector<std::string> out;
+  if (!obj.HasMember(key)) return out;
+  if (!obj[key].IsArray()) return Bad(where + "." + key, "not a list");
+  for (const auto& e : obj[key].GetArray()) {
+    if (!e.IsString()) return Bad(where + "." + key, "has a non-string entry");
+    out.emplace_back(e.GetString(), e.GetStringLength());
+  }
+  return out;
+}
+
+bool AppliesTo(const OpaqueConfigView& c, const std::string& request) {
+  if (c.requests.empty()) return true;
+  const std::string base = request.substr(0, request.find('/'));
+  for (const std::string& r : c.requests) {
+    if (r == request || r == base) return true;
+  }
+  return false;
+}
+
+Status ParsePolicy(const Value& p, const std::string& where, PolicyOverride& out) {
+  if (!p.IsObject()) return Bad(where, "policy is not an object");
+  for (const auto& m : p.GetObject()) {
+    const std::string key(m.name.GetString(), m.name.GetStringLength());
+    const std::string field = where + ".policy." + key;
+    auto boolean = [&](std::optional<bool>& dst) -> Status {
+      if (!m.value.IsBool()) return Bad(field, "not true or false");
+      dst = m.value.GetBool();
+      return Status::Ok();
+    };
+    if (key == "fullPCPUsOnly") {
+      RETURN_IF_ERROR(boolean(out.full_pcpus_only));
+    } else if (key == "distributeCPUsAcrossNUMA") {
+      RETURN_IF_ERROR(boolean(out.distribute_cpus_across_numa));
+    } else if (key == "alignByUncoreCache") {
+      RETURN_IF_ERROR(boolean(out.align_by_uncore_cache));
+    } else if (key == "alignMemory") {
+      RETURN_IF_ERROR(boolean(out.align_memory));
+    } else if (key == "coreType") {
+      if (!m.value.IsString()) return Bad(field, "not a string");
+      auto t = ParseCoreTypePreference(m.value.GetString());
+      if (!t.ok()) return Bad(field, t.status().message());
+      out.core_type = *t;
+    } else {
+      return Bad(field, "unknown key");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ResourceClaimView> ParseResourceClaim(std::string_view json) {
+  rapidjson::Document doc;
+  doc.Parse(json.data(), json.size());
+  if (doc.HasParseError()) {
+    return InvalidArgumentError(std::string("ResourceClaim is not valid JSON: ") +
+                                rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
+                                std::to_string(doc.GetErrorOffset()));
+  }
+  if (!doc.IsObject() || !doc.HasMember("metadata") || !doc["metadata"].IsObject()) {
+    return Bad("metadata", "missing");
+  }
+  ResourceClaimView view;
+  const Value& meta = doc["metadata"];
+  ASSIGN_OR_RETURN(view.uid, StringAt(meta, "uid", "metadata", true));
+  ASSIGN_OR_RETURN(view.namespace_name, StringAt(meta, "namespace", "metadata", false));
+  ASSIGN_OR_RETURN(view.name, StringAt(meta, "name", "metadata", true));
+  if (!doc.HasMember("status") || !doc["status"].IsObject()) return view;
+  const Value& status = doc["status"];
+  if (!status.HasMember("allocation") || status["allocation"].IsNull()) return view;
+  if (!status["allocation"].IsObject()) return Bad("status.allocation", "not an object");
+  view.allocated = true;
+  const Value& alloc = status["allocation"];
+  if (!alloc.HasMember("devices")) return view;
+  const Value& devices = alloc["devices"];
+  if (!devices.IsObject()) return Bad("status.allocation.devices", "not an object");
+  if (devices.HasMember("results")) {
+    if (!devices["results"].IsArray()) return Bad("status.allocation.devices.results", "not a list");
+    int i = 0;
+    for (const auto& r : devices["results"].GetArray()) {
+      const std::string where = "status.allocation.devices.results[" + std::to_string(i++) + "]";
+      if (!r.IsObject()) return Bad(where, "not an object");
+      AllocationResultView out;
+      ASSIGN_OR_RETURN(out.request, StringAt(r, "request", where, true));
+      out.base_request = out.request.substr(0, out.request.find('/'));
+      ASSIGN_OR_RETURN(out.driver, StringAt(r, "driver", where, true));
+      ASSIGN_OR_RETURN(out.pool, StringAt(r, "pool", where, true));
+      ASSIGN_OR_RETURN(out.device, StringAt(r, "device", where, true));
+      if (r.HasMember("shareID")) {
+        ASSIGN_OR_RETURN(out.share_id, StringAt(r, "shareID", where, true));
+      }
+      if (r.HasMember("consumedCapacity")) {
+        const Value& cc = r["consumedCapacity"];
+        if (!cc.IsObject()) return Bad(where + ".consumedCapacity", "not an object");
+        if (cc.HasMember("dra.cpu/cpu")) {
+          if (!cc["dra.cpu/cpu"].IsString()) {
+            return Bad(where + ".consumedCapacity[dra.cpu/cpu]", "not a quantity string");
+          }
+          out.consumed_cpu = cc["dra.cpu/cpu"].GetString();
+        }
+      }
+      view.results.push_back(std::move(out));
+    }
+  }
+  if (devices.HasMember("config")) {
+    if (!devices["config"].IsArray()) return Bad("status.allocation.devices.config", "not a list");
+    int i = 0;
+    for (const auto& c : devices["config"].GetArray()) {
+      const std::string where = "status.allocation.devices.config[" + std::to_string(i++) + "]";
+      if (!c.IsObject()) return Bad(where, "not an object");
+      OpaqueConfigView out;
+      ASSIGN_OR_RETURN(out.source, StringAt(c, "source", where, false));
+      ASSIGN_OR_RETURN(out.requests, Strings(c, "requests", where));
+      if (!c.HasMember("opaque")) continue;  // another kind of config: not ours
+      const Value& opaque = c["opaque"];
+      if (!opaque.IsObject()) return Bad(where + ".opaque", "not an object");
+      ASSIGN_OR_RETURN(out.driver, StringAt(opaque, "driver", where + ".opaque", true));
+      if (opaque.HasMember("parameters")) out.parameters = ToJson(opaque["parameters"]);
+      view.configs.push_back(std::move(out));
+    }
+  }
+  return view;
+}
+
+Result<int64_t> ParseWholeCpuQuantity(std::string_view q) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("CPU quantity \"" + std::string(q) + "\" " + why);
+  };
+  std::string_view digits = q;
+  int64_t divisor = 1;
+  if (!digits.empty() && digits.back() == 'm') {
+    digits.remove_suffix(1);
+    divisor = 1000;
+  }
+  std::string_view fraction;
+  if (const size_t dot = digits.find('.'); dot != std::string_view::npos) {
+    fraction = digits.substr(dot + 1);
+    digits = digits.substr(0, dot);
+  }
+  int64_t whole = 0;
+  const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), whole);
+  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || whole < 0) {
+    return bad("is not a whole number of CPUs");
+  }
+  for (char c : fraction) {
+    if (c != '0') return bad("is a fraction of a CPU; only whole CPUs can be granted");
+  }
+  if (whole % divisor != 0) return bad("is a fraction of a CPU; only whole CPUs can be granted");
+  whole /= divisor;
+  if (whole <= 0) return bad("is not positive");
+  return whole;
+}
+
+Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std::string& request) {
+  RequestConfig out;
+  bool have_cpuset = false, have_policy = false;
+  for (size_t i = 0; i < claim.configs.size(); ++i) {
+    const OpaqueConfigView& c = claim.configs[i];
+    if (c.driver != kDriverNameForClaims || !AppliesTo(c, request)) continue;
+    const std::string where = "status.allocation.devices.config[" + std::to_string(i) + "].opaque.parameters";
+    rapidjson::Document p;
+    p.Parse(c.parameters.c_str());
+    if (p.HasParseError() || !p.IsObject()) return Bad(where, "not a JSON object");
+    if (!p.HasMember("apiVersion") || !p["apiVersion"].IsString() ||
+        std::string_view(p["apiVersion"].GetString()) != "v1alpha1") {
+      return Bad(where + ".apiVersion", "must be v1alpha1");
+    }
+    for (const auto& m : p.GetObject()) {
+      const std::string key = m.name.GetString();
+      if (key == "apiVersion") continue;
+      if (key == "cpuConfig") {
+        if (c.source == "FromClass") {
+          return Bad(where, "a cpuConfig from the DeviceClass is not allowed; put it in the claim");
+        }
+        if (have_cpuset) return Bad(where, "more than one cpuConfig for request " + request);
+        have_cpuset = true;
+        if (!m.value.IsObject() || !m.value.HasMember("cpuset") || !m.value["cpuset"].IsString()) {
+          return Bad(where + ".cpuConfig.cpuset", "missing or not a string");
+        }
+        for (const auto& k : m.value.GetObject()) {
+          if (std::string_view(k.name.GetString()) != "cpuset") {
+            return Bad(where + ".cpuConfig." + k.name.GetString(), "unknown key");
+          }
+        }
+        auto set = CpuSet::ParseList(m.value["cpuset"].GetString(), "cpuConfig.cpuset");
+        if (!set.ok()) return Bad(where + ".cpuConfig.cpuset", set.status().message());
+        if (set->Empty()) return Bad(where + ".cpuConfig.cpuset", "is empty");
+        out.cpuset = *set;
+      } else if (key == "policy") {
+        if (have_policy) return Bad(where, "more than one policy for request " + request);
+        have_policy = true;
+        RETURN_IF_ERROR(ParsePolicy(m.value, where, out.policy));
+      } else {
+        return Bad(where + "." + key, "unknown key");
+      }
+    }
+  }
+  return out;
+}
+
+PlacementPolicy ApplyOverride(PlacementPolicy base, const PolicyOverride& o) {
+  if (o.full_pcpus_only) base.full_pcpus_only = *o.full_pcpus_only;
+  if (o.distribute_cpus_across_numa) base.distribute_cpus_across_numa = *o.distribute_cpus_across_numa;
+  if (o.align_by_uncore_cache) base.prefer_align_cpus_by_uncorecache = *o.align_by_uncore_cache;
+  if (o.core_type) base.core_type = *o.core_type;
+  if (o.align_memory) base.align_memory = *o.align_memory;
+  return base;
+}
+
+}  // namespace dracpu::dra

@@ -1,0 +1,98 @@
+#include "nri-agent/mux/frame.h"
+
+namespace dracpu::mux {
+
+namespace {
+
+void PutU32(uint32_t v, char* out) {
+  out[0] = static_cast<char>(v >> 24);
+  out[1] = static_cast<char>(v >> 16);
+  out[2] = static_cast<char>(v >> 8);
+  out[3] = static_cast<char>(v);
+}
+
+uint32_t GetU32(const char* in) {
+  const auto* p = reinterpret_cast<const unsigned char*>(in);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+void AppendFrame(uint32_t conn_id, std::string_view payload, std::string* out) {
+  char header[kFrameHeaderSize];
+  EncodeFrameHeader(FrameHeader{conn_id, static_cast<uint32_t>(payload.size())}, header);
+  out->append(header, kFrameHeaderSize);
+  out->append(payload);
+}
+
+}  // namespace
+
+void EncodeFrameHeader(const FrameHeader& header, char out[kFrameHeaderSize]) {
+  PutU32(header.conn_id, out);
+  PutU32(header.length, out + 4);
+}
+
+FrameHeader DecodeFrameHeader(const char in[kFrameHeaderSize]) {
+  return FrameHeader{GetU32(in), GetU32(in + 4)};
+}
+
+Status AppendMessageFrames(uint32_t conn_id, std::string_view message, std::string* out) {
+  if (message.size() > kMaxPayloadSize) {
+    return InvalidArgumentError("mux message of " + std::to_string(message.size()) +
+                                " bytes exceeds the maximum of " + std::to_string(kMaxPayloadSize));
+  }
+  if (message.size() <= kGoReadBufferSize) {
+    AppendFrame(conn_id, message, out);
+    return Status::Ok();
+  }
+  // The first frame fills Go's buffer exactly (header and the start of the data); the second
+  // lies wholly inside the data, which Go then reads straight into a slice of the missing length.
+  AppendFrame(conn_id, message.substr(0, kGoReadBufferSize), out);
+  AppendFrame(conn_id, message.substr(kGoReadBufferSize), out);
+  return Status::Ok();
+}
+
+Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
+  if (!failed_.ok()) return failed_;
+  // With nothing pending, frames are handed out straight from `bytes` (no copy) and only an
+  // incomplete tail is kept.
+  const bool direct = consumed_ == buffer_.size();
+  if (direct) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else {
+    buffer_.append(bytes);
+  }
+  const std::string_view src = direct ? bytes : std::string_view(buffer_).substr(consumed_);
+  size_t pos = 0;
+  Status status;
+  while (status.ok() && src.size() - pos >= kFrameHeaderSize) {
+    const FrameHeader header = DecodeFrameHeader(src.data() + pos);
+    if (header.length > kMaxPayloadSize) {
+      failed_ =
+          DataLossError("mux frame on connection " + std::to_string(header.conn_id) +
+                        " announces " + std::to_string(header.length) +
+                        " bytes, more than the maximum of " + std::to_string(kMaxPayloadSize));
+      buffer_.clear();
+      consumed_ = 0;
+      return failed_;
+    }
+    if (src.size() - pos < kFrameHeaderSize + header.length) break;
+    const std::string_view payload = src.substr(pos + kFrameHeaderSize, header.length);
+    pos += kFrameHeaderSize + header.length;
+    status = handler(header.conn_id, payload);
+  }
+  if (direct) {
+    buffer_.assign(src.substr(pos));
+    return status;
+  }
+  consumed_ += pos;
+  if (consumed_ == buffer_.size()) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else if (consumed_ > buffer_.size() / 2) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  return status;
+}
+
+}  // namespace dracpu::mux

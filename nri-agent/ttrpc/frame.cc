@@ -1,0 +1,112 @@
+#include "nri-agent/ttrpc/frame.h"
+
+#include <algorithm>
+
+namespace dracpu::ttrpc {
+
+namespace {
+
+void PutU32(uint32_t v, char* out) {
+  out[0] = static_cast<char>(v >> 24);
+  out[1] = static_cast<char>(v >> 16);
+  out[2] = static_cast<char>(v >> 8);
+  out[3] = static_cast<char>(v);
+}
+
+uint32_t GetU32(const char* in) {
+  const auto* p = reinterpret_cast<const unsigned char*>(in);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+}  // namespace
+
+void EncodeFrameHeader(const FrameHeader& header, char out[kFrameHeaderSize]) {
+  PutU32(header.length, out);
+  PutU32(header.stream_id, out + 4);
+  out[8] = static_cast<char>(header.type);
+  out[9] = static_cast<char>(header.flags);
+}
+
+FrameHeader DecodeFrameHeader(const char in[kFrameHeaderSize]) {
+  FrameHeader h;
+  h.length = GetU32(in);
+  h.stream_id = GetU32(in + 4);
+  h.type = static_cast<uint8_t>(in[8]);
+  h.flags = static_cast<uint8_t>(in[9]);
+  return h;
+}
+
+Result<std::string> EncodeFrame(uint32_t stream_id, MessageType type, uint8_t flags,
+                                std::string_view data) {
+  if (data.size() > kMaxMessageSize) {
+    return ResourceExhaustedError("ttrpc message of " + std::to_string(data.size()) +
+                                  " bytes exceeds the maximum of " +
+                                  std::to_string(kMaxMessageSize));
+  }
+  std::string frame(kFrameHeaderSize + data.size(), '\0');
+  EncodeFrameHeader(
+      FrameHeader{static_cast<uint32_t>(data.size()), stream_id, static_cast<uint8_t>(type), flags},
+      frame.data());
+  std::copy(data.begin(), data.end(), frame.begin() + kFrameHeaderSize);
+  return frame;
+}
+
+Status FrameDecoder::Feed(std::string_view bytes, std::vector<Frame>* out) {
+  if (poisoned_) return DataLossError("ttrpc stream already failed");
+  if (skipping_ > 0) {
+    const size_t drop = static_cast<size_t>(std::min<uint64_t>(skipping_, bytes.size()));
+    skipping_ -= drop;
+    bytes.remove_prefix(drop);
+  }
+  // With nothing pending, frames are decoded straight from `bytes` and only an incomplete tail
+  // is kept: the common case (whole frames per read) then costs no extra copy.
+  const bool direct = consumed_ == buffer_.size();
+  if (direct) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else {
+    buffer_.append(bytes);
+  }
+  const std::string_view src = direct ? bytes : std::string_view(buffer_).substr(consumed_);
+  size_t pos = 0;
+  while (src.size() - pos >= kFrameHeaderSize) {
+    const FrameHeader header = DecodeFrameHeader(src.data() + pos);
+    if ((header.length >> 24) != 0) {
+      poisoned_ = true;
+      buffer_.clear();
+      consumed_ = 0;
+      return DataLossError("ttrpc frame header announces " + std::to_string(header.length) +
+                           " bytes (reserved top byte set): not a ttrpc stream");
+    }
+    if (header.length > kMaxMessageSize) {
+      pos += kFrameHeaderSize;
+      const size_t held = std::min<size_t>(header.length, src.size() - pos);
+      pos += held;
+      skipping_ = header.length - held;
+      out->push_back(Frame{header, std::string(), true});
+      if (skipping_ > 0) break;  // everything held was dropped
+      continue;
+    }
+    if (src.size() - pos < kFrameHeaderSize + header.length) break;
+    out->push_back(
+        Frame{header, std::string(src.substr(pos + kFrameHeaderSize, header.length)), false});
+    pos += kFrameHeaderSize + header.length;
+  }
+  if (direct) {
+    buffer_.assign(src.substr(pos));
+    return Status::Ok();
+  }
+  consumed_ += pos;
+  // Compact: drop the decoded prefix once it dominates, so a long-lived stream does not grow and
+  // a large frame arriving in pieces is not copied per piece.
+  if (consumed_ == buffer_.size()) {
+    buffer_.clear();
+    consumed_ = 0;
+  } else if (consumed_ > buffer_.size() / 2) {
+    buffer_.erase(0, consumed_);
+    consumed_ = 0;
+  }
+  return Status::Ok();
+}
+
+}  // namespace dracpu::ttrpc

@@ -1,0 +1,284 @@
+// Segment: an attached dracpu shared-memory segment, the state both agents share.
+//
+// Claim lifetime across the two agents (the one place it is written down):
+//  * dra-agent Prepare: in one transaction checks the claim's CPUs against every other claim and
+//    the shared-pool floor and records it kReserved, writes the CDI spec, then marks it kPrepared
+//    and acknowledges. Idempotent: the same uid again returns what is recorded.
+//  * nri-agent CreateContainer: reads the claims table (FindClaim, lock-free), refuses a
+//    DRA_CPUSET_<uid> whose claim is absent or whose CPUs differ, records the container
+//    (kExclusive, claim uids, applied CPUs) and shrinks the shared pool.
+//  * StopContainer keeps the container's entry; RemoveContainer removes it.
+//  * dra-agent Unprepare: marks the claim kReleasing, removes the CDI file, removes the claim;
+//    the nri-agent observes it (WaitForChange) and widens the shared pool.
+//  * Synchronize (nri-agent restart) merges the runtime's containers with the containers table,
+//    never dropping a prepared claim that has no container yet.
+//
+// Concurrency: one robust, process-shared pthread mutex serializes writers (WriteTransaction);
+// each table has exactly one writer role (claims, config, topology: dra-agent; containers, shared
+// pool: nri-agent). Readers never lock: a seqlock generation (odd while a write is in progress)
+// lets them take consistent copies (ReadSnapshot, FindClaim, FindContainer) and WaitForChange
+// sleeps on a shared futex on it. A Segment object is safe to use from several threads for reads;
+// transactions of one Segment must not overlap in one thread (the mutex is not recursive).
+//
+// Crashes: a writer that dies holding the mutex leaves EOWNERDEAD to the next locker, which
+// repairs before its own transaction: odd generation = torn write; every used entry's checksum
+// is verified; damaged or duplicate entries are dropped (one line each in RecoveryReport, for the
+// caller to log; the dra-agent re-adds claims from its CDI files); indexes are rebuilt; then
+// pthread_mutex_consistent. Note: an entry overwritten in place when its writer died is dropped,
+// not rolled back; the durable sources (CDI files, NRI Synchronize) restore it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/cpu_set.h"
+#include "common/status.h"
+#include "shm-schema/layout.h"
+#include "shm-schema/records.h"
+#include "shm-schema/shm_file.h"
+
+namespace dracpu::shm {
+
+// Points inside a write where tests inject a SIGKILL (OpenOptions::kill_point).
+enum class KillPoint : int {
+  kAfterGenerationOdd = 1,
+  kMidRecord = 2,       // half of an entry's words are written
+  kAfterRecord = 3,     // the entry is written, counts and index not yet
+  kAfterCount = 4,
+  kAfterIndex = 5,
+  kBeforeGenerationEven = 6,
+  kAfterGenerationEven = 7,  // committed, mutex still held
+};
+inline constexpr int kKillPoints = 7;
+using KillPointHook = void (*)(KillPoint);
+
+// What the locker found and did after a previous holder died.
+struct RecoveryReport {
+  bool owner_died = false;        // EOWNERDEAD (false: an odd generation without it)
+  bool torn = false;              // the generation was odd: a write was interrupted
+  uint64_t generation_found = 0;
+  std::vector<std::string> actions;  // one line per repaired or dropped record
+};
+
+struct OpenOptions {
+  Role role = Role::kReader;
+  // Create the segment when the file is missing (the dra-agent does; the nri-agent waits).
+  bool create_if_missing = false;
+  std::string node_name;  // recorded when creating
+  std::string version;    // the agent's version string, recorded in its AgentRecord
+  uint32_t claims_capacity = kDefaultClaimsCapacity;          // when creating
+  uint32_t containers_capacity = kDefaultContainersCapacity;  // when creating
+  // For a writer role, when the existing segment is corrupt or incompatible (the Status says
+  // why): return true to replace it with a new empty segment (then Segment::rebuilt_because()
+  // holds the reason and the caller repopulates it from the durable sources), false to fail
+  // Open with that Status. Only the dra-agent role may rebuild. Unset: fail.
+  std::function<bool(const Status& why)> rebuild;
+  // Seams: /proc/self/ns/pid inode and the boot id. Unset: read from /proc.
+  std::function<Result<uint64_t>()> pid_namespace_inode;
+  std::function<Result<std::string>()> boot_id;
+  // Tests only: called at each KillPoint of every write.
+  KillPointHook kill_point = nullptr;
+};
+
+// Identity of a segment (immutable header fields).
+struct SegmentIdentity {
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  uint64_t segment_size = 0;
+  uint32_t claims_capacity = 0;
+  uint32_t containers_capacity = 0;
+  std::string boot_id;
+  std::string node_name;
+  uint64_t created_time_ns = 0;
+};
+
+// A consistent copy of the segment's state (plain local memory).
+struct Snapshot {
+  uint64_t generation = 0;
+  // False only with SnapshotOptions::allow_inconsistent when no consistent copy could be taken
+  // within the timeout (a writer died mid-write and nobody has locked since): the copy may be torn.
+  bool consistent = true;
+  SegmentIdentity identity;
+  AgentRecord agents[kAgentRoles]{};
+  ConfigSummary config{};
+  TopologySummary topology{};
+  SharedPoolRecord shared_pool{};
+  std::vector<ClaimEntry> claims;          // in table order
+  std::vector<ContainerEntry> containers;  // in table order
+
+  const ClaimEntry* FindClaim(std::string_view uid) const;  // linear
+  const ContainerEntry* FindContainer(std::string_view id) const;
+};
+
+struct SnapshotOptions {
+  bool claims = true;
+  bool containers = true;
+  // How long to retry while writes keep interrupting the copy.
+  std::chrono::milliseconds timeout{1000};
+  bool allow_inconsistent = false;
+};
+
+class WriteTransaction;
+
+class Segment {
+ public:
+  // Opens (and with create_if_missing creates) the segment at `path`.
+  //  * Writer roles take the role's F_OFD_SETLK byte lock first: FAILED_PRECONDITION when another
+  //    process holds it ("a second dra-agent on this node"). Then validate the header (magic,
+  //    major, identity checksum, sizes, table layout, boot id), lock once (recovering a dead
+  //    owner), refuse a live peer in another PID namespace (FAILED_PRECONDITION), verify every
+  //    record's checksum, and record this agent (pid, PID-namespace inode, start time, version).
+  //  * Role::kReader maps read-only, never locks, checks magic/major/checksum/sizes only.
+  // Errors: NOT_FOUND (file missing), DATA_LOSS (corrupt: short, bad magic, bad checksum,
+  // inconsistent sizes), FAILED_PRECONDITION (other major version, other boot, role held, PID
+  // namespace), each message naming the path and both sides of the mismatch.
+  static Result<std::unique_ptr<Segment>> Open(const std::string& path, const OpenOptions& options);
+
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment();
+
+  const std::string& path() const { return path_; }
+  Role role() const { return role_; }
+  const SegmentIdentity& identity() const { return identity_; }
+  // Repairs done while opening (a previous holder died), if any. The caller logs them.
+  const std::optional<RecoveryReport>& open_recovery() const { return open_recovery_; }
+  // Why the segment was rebuilt during Open (the rebuild callback said yes), if it was.
+  const std::optional<Status>& rebuilt_because() const { return rebuilt_because_; }
+  // True when `path` no longer names the mapped file (another agent rebuilt it): reopen.
+  bool IsStale() const;
+
+  // --- lock-free reads (any role)
+  uint64_t generation() const;
+  Result<Snapshot> ReadSnapshot(const SnapshotOptions& options = {}) const;
+  // Same, reusing `out`'s buffers (no allocation once they are large enough).
+  Status ReadSnapshotInto(Snapshot& out, const SnapshotOptions& options = {}) const;
+  // One claim / container by key, by the index (no full copy). nullopt when absent.
+  // UNAVAILABLE when the generation stays odd past `timeout` (a writer died mid-write).
+  Result<std::optional<ClaimEntry>> FindClaim(
+      std::string_view uid, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
+  Result<std::optional<ContainerEntry>> FindContainer(
+      std::string_view id, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
+  // Blocks until the generation is even and differs from `seen`, or `timeout` passes
+  // (DEADLINE_EXCEEDED). Returns the new generation. A read-only mapping cannot register as a
+  // waiter, so there it re-checks every 20 ms instead of relying on the writer's wake.
+  Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout) const;
+  // Whether the other role's agent process is alive (holds its role lock).
+  Result<bool> RoleLive(Role role) const;
+
+  // --- writers (Role::kDraAgent / Role::kNriAgent)
+  // Locks the segment for a transaction (recovering from a dead owner first).
+  // FAILED_PRECONDITION for a reader, or when a live peer is in another PID namespace.
+  Result<WriteTransaction> Begin();
+  // Stores now (CLOCK_BOOTTIME) in this role's heartbeat_ns; no lock, no generation change.
+  void Heartbeat();
+
+ private:
+  friend class WriteTransaction;
+  Segment() = default;
+
+  static Result<std::unique_ptr<Segment>> OpenExisting(const std::string& path,
+                                                       const OpenOptions& options);
+  static Result<std::unique_ptr<Segment>> CreateNew(const std::string& path,
+                                                    const OpenOptions& options, bool replace);
+  Status Validate() const;
+  Status AttachWriter(const OpenOptions& options);
+  Status CheckPeerNamespace() const;
+  Result<RecoveryReport> Repair(bool owner_died);
+  Status VerifyRecordsLocked() const;
+  void RebuildClaimsIndexLocked();
+  void RebuildContainersIndexLocked();
+
+  SegmentHeader* header() const { return static_cast<SegmentHeader*>(file_.data()); }
+  uint8_t* base() const { return static_cast<uint8_t*>(file_.data()); }
+
+  std::string path_;
+  Role role_ = Role::kReader;
+  ShmFile file_;
+  SegmentIdentity identity_;
+  TableDescriptor claims_desc_{};      // validated local copies
+  TableDescriptor containers_desc_{};
+  ClaimEntry* claims_ = nullptr;
+  uint32_t* claims_index_ = nullptr;
+  ContainerEntry* containers_ = nullptr;
+  uint32_t* containers_index_ = nullptr;
+  uint64_t pid_ns_inode_ = 0;
+  KillPointHook kill_point_ = nullptr;
+  std::optional<RecoveryReport> open_recovery_;
+  std::optional<Status> rebuilt_because_;
+};
+
+// An open write: holds the segment's mutex from Segment::Begin until Commit or destruction
+// (which commits). Mutations are applied in place immediately and become visible to readers
+// atomically at Commit (the generation goes odd at the first mutation and even at Commit). Each
+// mutation validates first and leaves the segment unchanged when it fails; there is no rollback
+// of earlier successful mutations. Move-only; not thread-safe.
+class WriteTransaction {
+ public:
+  WriteTransaction(WriteTransaction&& other) noexcept;
+  WriteTransaction& operator=(WriteTransaction&&) = delete;
+  WriteTransaction(const WriteTransaction&) = delete;
+  ~WriteTransaction();
+
+  // Repairs done when this transaction's lock found a dead previous owner, if any.
+  const std::optional<RecoveryReport>& recovery() const { return recovery_; }
+
+  // Claims (dra-agent). Upsert inserts or replaces by uid; RESOURCE_EXHAUSTED when full.
+  Status UpsertClaim(const ClaimSpec& spec);
+  Status UpsertClaimEntry(const ClaimEntry& entry);
+  // True when it was present.
+  Result<bool> RemoveClaim(std::string_view uid);
+  std::optional<ClaimEntry> FindClaim(std::string_view uid) const;
+  uint32_t claim_count() const;
+  const ClaimEntry& claim_at(uint32_t i) const;  // i < claim_count(); valid until the next write
+  // Union of every claim's CPUs, except the claim `except_uid` (for idempotent re-reserve).
+  CpuSet ClaimedCpus(std::string_view except_uid = {}) const;
+  Status SetConfig(const ConfigSummary& config);      // dra-agent; checksum/time filled in
+  Status SetTopology(const TopologySummary& topology);  // dra-agent
+
+  // Containers and the shared pool (nri-agent).
+  Status UpsertContainer(const ContainerSpec& spec);
+  Status UpsertContainerEntry(const ContainerEntry& entry);
+  Result<bool> RemoveContainer(std::string_view id);
+  std::optional<ContainerEntry> FindContainer(std::string_view id) const;
+  uint32_t container_count() const;
+  const ContainerEntry& container_at(uint32_t i) const;
+  Status SetSharedPool(const CpuSet& cpus);
+  const TopologySummary& topology() const;
+  const ConfigSummary& config() const;
+
+  // Makes the writes visible (generation even), unlocks, wakes waiters. Returns the generation
+  // this transaction published (the current one when it wrote nothing); waiting for a change
+  // from it (WaitForChange) sees the next writer's commit. Idempotent (later calls return 0).
+  uint64_t Commit();
+
+ private:
+  friend class Segment;
+  friend struct TableOps;
+  explicit WriteTransaction(Segment* segment) : segment_(segment) {}
+  void MarkWriting();
+  void Hook(KillPoint p) const {
+    if (segment_->kill_point_ != nullptr) segment_->kill_point_(p);
+  }
+  Status RequireRole(Role role, std::string_view what) const;
+
+  Segment* segment_;
+  bool writing_ = false;
+  std::optional<RecoveryReport> recovery_;
+};
+
+// The shared pool the tables imply: allocatable minus every claim's CPUs (plus the reserved CPUs
+// when the config's kConfigStrictCpuReservation is off, as in ARCHITECTURE.md).
+CpuSet ComputeSharedPool(const TopologySummary& topology, const ConfigSummary& config,
+                         const std::vector<ClaimEntry>& claims);
+
+// The default path: /run/dracpu/state.v<kLayoutMajor>.shm.
+std::string DefaultSegmentPath();
+
+}  // namespace dracpu::shm

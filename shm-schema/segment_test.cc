@@ -1,0 +1,389 @@
+#include "shm-schema/segment.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <functional>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "shm-schema/checksum.h"
+#include "shm-schema/shm_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace dracpu::shm {
+namespace {
+
+using ::dracpu::shm::testing::TempDir;
+using ::dracpu::shm::testing::TestClaim;
+using ::dracpu::shm::testing::TestOptions;
+using ::dracpu::shm::testing::Uid;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+// Raw access to a segment file for corrupting it the way crashes and bugs would.
+class RawFile {
+ public:
+  explicit RawFile(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR);
+    struct stat st;
+    ::fstat(fd_, &st);
+    size_ = static_cast<size_t>(st.st_size);
+    data_ = static_cast<uint8_t*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+  }
+  ~RawFile() {
+    ::munmap(data_, size_);
+    ::close(fd_);
+  }
+  SegmentHeader* header() { return reinterpret_cast<SegmentHeader*>(data_); }
+  ClaimEntry* claim(int i) {
+    return reinterpret_cast<ClaimEntry*>(data_ + header()->claims.entries_offset) + i;
+  }
+  void Truncate(off_t size) { ASSERT_EQ(::ftruncate(fd_, size), 0); }
+
+ private:
+  int fd_ = -1;
+  size_t size_ = 0;
+  uint8_t* data_ = nullptr;
+};
+
+class SegmentTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Segment> OpenDra(OpenOptions o = TestOptions(Role::kDraAgent)) {
+    Result<std::unique_ptr<Segment>> s = Segment::Open(path_, o);
+    EXPECT_THAT(s, IsOk());
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+  std::unique_ptr<Segment> OpenRole(Role role) {
+    Result<std::unique_ptr<Segment>> s = Segment::Open(path_, TestOptions(role));
+    EXPECT_THAT(s, IsOk());
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  TempDir dir_;
+  std::string path_ = dir_.File(SegmentFileName());
+};
+
+TEST_F(SegmentTest, CreatesWithMode0600AndReaderSeesCommittedClaims) {
+  ::umask(0);  // the mode must not depend on the umask
+  auto dra = OpenDra();
+  ASSERT_NE(dra, nullptr);
+  struct stat st;
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ::umask(022);
+  {
+    Result<WriteTransaction> txn = dra->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(txn->UpsertClaim(TestClaim(1, CpuSet{2, 3})), IsOk());
+    ASSERT_THAT(txn->UpsertClaim(TestClaim(2, CpuSet{4})), IsOk());
+  }
+  auto reader = OpenRole(Role::kReader);
+  ASSERT_NE(reader, nullptr);
+  Result<Snapshot> snap = reader->ReadSnapshot();
+  ASSERT_THAT(snap, IsOk());
+  EXPECT_THAT(snap->claims, SizeIs(2));
+  EXPECT_EQ(snap->generation % 2, 0u);
+  EXPECT_EQ(snap->identity.node_name, "node-a");
+  EXPECT_EQ(snap->agents[0].pid, static_cast<uint32_t>(::getpid()));
+  EXPECT_STREQ(snap->agents[0].version, "test");
+  Result<std::optional<ClaimEntry>> found = reader->FindClaim(Uid(2));
+  ASSERT_THAT(found, IsOk());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->cpus, (CpuSet{4}));
+  EXPECT_EQ((*found)->Name(), "claim-2");
+  ASSERT_THAT(reader->FindClaim(Uid(3)), IsOk());
+  EXPECT_FALSE(reader->FindClaim(Uid(3))->has_value());
+  EXPECT_THAT(reader->Begin(), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("read-only")));
+}
+
+// Random upserts and removes against a std::map model: the index, the dense table and the
+// lock-free lookups always agree.
+TEST_F(SegmentTest, TablesMatchAModelUnderRandomOperations) {
+  auto dra = OpenDra();
+  auto nri = OpenRole(Role::kNriAgent);
+  ASSERT_NE(nri, nullptr);
+  std::mt19937 rng(7);
+  std::map<std::string, int> claims;      // uid -> cpu
+  std::map<std::string, int> containers;  // id -> cpu
+  for (int step = 0; step < 3000; ++step) {
+    const int k = static_cast<int>(rng() % 80);
+    const bool remove = rng() % 3 == 0;
+    if (step % 2 == 0) {
+      Result<WriteTransaction> txn = dra->Begin();
+      ASSERT_THAT(txn, IsOk());
+      if (remove) {
+        EXPECT_THAT(txn->RemoveClaim(Uid(k)), IsOkAndHolds(claims.erase(Uid(k)) == 1));
+      } else {
+        const Status st = txn->UpsertClaim(TestClaim(k, CpuSet{k}));
+        if (claims.size() == 64 && !claims.contains(Uid(k))) {
+          EXPECT_THAT(st, StatusIs(StatusCode::kResourceExhausted));
+        } else {
+          ASSERT_THAT(st, IsOk());
+          claims[Uid(k)] = k;
+        }
+      }
+    } else {
+      Result<WriteTransaction> txn = nri->Begin();
+      ASSERT_THAT(txn, IsOk());
+      const std::string id = "ctr-" + std::to_string(k);
+      if (remove) {
+        EXPECT_THAT(txn->RemoveContainer(id), IsOkAndHolds(containers.erase(id) == 1));
+      } else {
+        ContainerSpec c;
+        c.id = id;
+        c.kind = ContainerKind::kShared;
+        c.cpus = CpuSet{k + 1};
+        const Status st = txn->UpsertContainer(c);
+        if (containers.size() == 64 && !containers.contains(id)) {
+          EXPECT_THAT(st, StatusIs(StatusCode::kResourceExhausted));
+        } else {
+          ASSERT_THAT(st, IsOk());
+          containers[id] = k + 1;
+        }
+      }
+    }
+    if (step % 100 == 0 || step == 2999) {
+      Result<Snapshot> snap = dra->ReadSnapshot();
+      ASSERT_THAT(snap, IsOk());
+      ASSERT_EQ(snap->claims.size(), claims.size());
+      ASSERT_EQ(snap->containers.size(), containers.size());
+      for (int u = 0; u < 80; ++u) {
+        Result<std::optional<ClaimEntry>> f = nri->FindClaim(Uid(u));
+        ASSERT_THAT(f, IsOk());
+        ASSERT_EQ(f->has_value(), claims.contains(Uid(u))) << Uid(u);
+        if (f->has_value()) {
+          EXPECT_EQ((*f)->cpus, (CpuSet{u}));
+        }
+        Result<std::optional<ContainerEntry>> c = dra->FindContainer("ctr-" + std::to_string(u));
+        ASSERT_THAT(c, IsOk());
+        ASSERT_EQ(c->has_value(), containers.contains("ctr-" + std::to_string(u)));
+      }
+    }
+  }
+}
+
+TEST_F(SegmentTest, EachTableHasOneWriterRole) {
+  auto dra = OpenDra();
+  auto nri = OpenRole(Role::kNriAgent);
+  {
+    Result<WriteTransaction> txn = dra->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ContainerSpec c;
+    c.id = "x";
+    EXPECT_THAT(txn->UpsertContainer(c),
+                StatusIs(StatusCode::kFailedPrecondition, HasSubstr("only by the nri-agent")));
+    EXPECT_THAT(txn->SetSharedPool(CpuSet{1}), StatusIs(StatusCode::kFailedPrecondition));
+  }
+  Result<WriteTransaction> txn = nri->Begin();
+  ASSERT_THAT(txn, IsOk());
+  EXPECT_THAT(txn->UpsertClaim(TestClaim(1, CpuSet{1})),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("only by the dra-agent")));
+  EXPECT_THAT(txn->RemoveClaim(Uid(1)), StatusIs(StatusCode::kFailedPrecondition));
+}
+
+TEST_F(SegmentTest, InvalidSpecsAreRefusedAndLeaveNoTrace) {
+  auto dra = OpenDra();
+  const uint64_t gen = dra->generation();
+  Result<WriteTransaction> txn = dra->Begin();
+  ASSERT_THAT(txn, IsOk());
+  ClaimSpec bad = TestClaim(1, CpuSet{1});
+  bad.name = std::string(300, 'x');
+  EXPECT_THAT(txn->UpsertClaim(bad), StatusIs(StatusCode::kInvalidArgument, HasSubstr("name")));
+  bad = TestClaim(1, CpuSet{1});
+  bad.uid = "";
+  EXPECT_THAT(txn->UpsertClaim(bad), StatusIs(StatusCode::kInvalidArgument, HasSubstr("uid")));
+  bad = TestClaim(1, CpuSet{1});
+  bad.mems = {5000};
+  EXPECT_THAT(txn->UpsertClaim(bad), StatusIs(StatusCode::kInvalidArgument, HasSubstr("5000")));
+  txn->Commit();
+  EXPECT_EQ(dra->generation(), gen);  // nothing was written: readers were never disturbed
+}
+
+TEST_F(SegmentTest, SecondAgentOfARoleIsRefused) {
+  auto dra = OpenDra();
+  Result<std::unique_ptr<Segment>> second = Segment::Open(path_, TestOptions(Role::kDraAgent));
+  EXPECT_THAT(second, StatusIs(StatusCode::kFailedPrecondition,
+                               HasSubstr("another dra-agent holds the role lock")));
+  auto nri = OpenRole(Role::kNriAgent);  // the other role is fine
+  EXPECT_THAT(Segment::Open(path_, TestOptions(Role::kNriAgent)),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("another nri-agent")));
+  EXPECT_THAT(dra->RoleLive(Role::kNriAgent), IsOkAndHolds(true));
+  nri.reset();
+  EXPECT_THAT(dra->RoleLive(Role::kNriAgent), IsOkAndHolds(false));
+  EXPECT_NE(OpenRole(Role::kNriAgent), nullptr);  // released on close
+}
+
+TEST_F(SegmentTest, RefusesALivePeerInAnotherPidNamespace) {
+  OpenOptions dra_opts = TestOptions(Role::kDraAgent);
+  dra_opts.pid_namespace_inode = [] { return Result<uint64_t>(uint64_t{4026531836}); };
+  auto dra = OpenDra(dra_opts);
+  OpenOptions nri_opts = TestOptions(Role::kNriAgent);
+  nri_opts.pid_namespace_inode = [] { return Result<uint64_t>(uint64_t{4026532999}); };
+  EXPECT_THAT(Segment::Open(path_, nri_opts),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       ::testing::AllOf(HasSubstr("PID namespace 4026531836"),
+                                        HasSubstr("PID namespace 4026532999"),
+                                        HasSubstr("shareProcessNamespace"))));
+  dra.reset();  // the peer is gone: its stale record no longer blocks
+  EXPECT_THAT(Segment::Open(path_, nri_opts), IsOk());
+}
+
+TEST_F(SegmentTest, WaitForChangeWakesOnCommitAndTimesOut) {
+  auto dra = OpenDra();
+  auto nri = OpenRole(Role::kNriAgent);
+  const uint64_t seen = nri->generation();
+  EXPECT_THAT(nri->WaitForChange(seen, std::chrono::milliseconds(20)),
+              StatusIs(StatusCode::kDeadlineExceeded));
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    Result<WriteTransaction> txn = dra->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(txn->UpsertClaim(TestClaim(1, CpuSet{1})), IsOk());
+  });
+  Result<uint64_t> g = nri->WaitForChange(seen, std::chrono::seconds(10));
+  writer.join();
+  ASSERT_THAT(g, IsOk());
+  EXPECT_GT(*g, seen);
+  EXPECT_EQ(*g % 2, 0u);
+}
+
+TEST_F(SegmentTest, HeartbeatAdvances) {
+  auto dra = OpenDra();
+  auto reader = OpenRole(Role::kReader);
+  const uint64_t before = reader->ReadSnapshot()->agents[0].heartbeat_ns;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  dra->Heartbeat();
+  EXPECT_GT(reader->ReadSnapshot()->agents[0].heartbeat_ns, before);
+}
+
+// A torn write left behind (odd generation, a damaged entry, a duplicate from an interrupted
+// move): the next locker drops what is damaged, reports each, and the result is consistent.
+TEST_F(SegmentTest, NextLockerRepairsATornWrite) {
+  {
+    auto dra = OpenDra();
+    Result<WriteTransaction> txn = dra->Begin();
+    ASSERT_THAT(txn, IsOk());
+    for (int i = 0; i < 4; ++i) ASSERT_THAT(txn->UpsertClaim(TestClaim(i, CpuSet{i})), IsOk());
+  }
+  {
+    RawFile raw(path_);
+    raw.header()->generation += 1;  // odd: interrupted
+    raw.claim(1)->cpus.Set(100);    // torn entry: checksum no longer matches
+    *raw.claim(3) = *raw.claim(2);  // interrupted move: duplicate uid
+  }
+  auto dra = OpenDra();
+  ASSERT_NE(dra, nullptr);
+  ASSERT_TRUE(dra->open_recovery().has_value());
+  const RecoveryReport& r = *dra->open_recovery();
+  EXPECT_TRUE(r.torn);
+  EXPECT_FALSE(r.owner_died);
+  EXPECT_THAT(r.actions, ::testing::Contains(HasSubstr("claims[1] key=" + Uid(1) + ": checksum mismatch")));
+  EXPECT_THAT(r.actions, ::testing::Contains(HasSubstr("claims[3] key=" + Uid(2) + ": duplicate")));
+  Result<Snapshot> snap = dra->ReadSnapshot();
+  ASSERT_THAT(snap, IsOk());
+  EXPECT_THAT(snap->claims, SizeIs(2));
+  EXPECT_THAT(dra->FindClaim(Uid(2)), IsOk());
+  EXPECT_TRUE(dra->FindClaim(Uid(2))->has_value());
+  EXPECT_FALSE(dra->FindClaim(Uid(1))->has_value());
+}
+
+// Corrupt or incompatible segments: the precise reason, for readers and writers alike, and the
+// dra-agent's rebuild callback replaces the segment when asked to.
+struct BadSegmentCase {
+  const char* name;
+  std::function<void(RawFile&)> damage;
+  StatusCode code;
+  const char* message;
+};
+
+void OtherBoot(RawFile& r) {
+  r.header()->boot_id[0] = 'f';
+  const uint64_t sum = HashWords(reinterpret_cast<const uint64_t*>(r.header()),
+                                 offsetof(SegmentHeader, identity_checksum) / 8);
+  r.header()->identity_checksum = sum == 0 ? 1 : sum;
+}
+
+class BadSegmentTest : public SegmentTest, public ::testing::WithParamInterface<BadSegmentCase> {};
+
+TEST_P(BadSegmentTest, RefusedWithTheReasonAndRebuiltOnRequest) {
+  const BadSegmentCase& c = GetParam();
+  {
+    auto dra = OpenDra();
+    Result<WriteTransaction> txn = dra->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(txn->UpsertClaim(TestClaim(0, CpuSet{0})), IsOk());
+  }
+  {
+    RawFile raw(path_);
+    c.damage(raw);
+  }
+  OpenOptions nri = TestOptions(Role::kNriAgent);
+  EXPECT_THAT(Segment::Open(path_, nri), StatusIs(c.code, HasSubstr(c.message)));
+  OpenOptions dra = TestOptions(Role::kDraAgent);
+  std::optional<Status> seen;
+  dra.rebuild = [&seen](const Status& why) {
+    seen = why;
+    return false;
+  };
+  EXPECT_THAT(Segment::Open(path_, dra), StatusIs(c.code, HasSubstr(c.message)));
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_THAT(*seen, StatusIs(c.code, HasSubstr(c.message)));
+  dra.rebuild = [](const Status&) { return true; };
+  Result<std::unique_ptr<Segment>> rebuilt = Segment::Open(path_, dra);
+  ASSERT_THAT(rebuilt, IsOk());
+  ASSERT_TRUE((*rebuilt)->rebuilt_because().has_value());
+  EXPECT_THAT(*(*rebuilt)->rebuilt_because(), StatusIs(c.code, HasSubstr(c.message)));
+  EXPECT_THAT((*rebuilt)->ReadSnapshot()->claims, SizeIs(0));
+  struct stat st;
+  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadSegmentTest,
+    ::testing::Values(
+        BadSegmentCase{"WrongMagic", [](RawFile& r) { r.header()->magic = 0x1234; },
+                       StatusCode::kDataLoss, "bad magic 0x0000000000001234"},
+        BadSegmentCase{"ShortFile", [](RawFile& r) { r.Truncate(100); }, StatusCode::kDataLoss,
+                       "is 100 bytes, shorter than its 16384-byte header"},
+        BadSegmentCase{"Truncated", [](RawFile& r) { r.Truncate(20000); }, StatusCode::kDataLoss,
+                       "but the file is 20000 bytes"},
+        BadSegmentCase{"NewerMajor",
+                       [](RawFile& r) {
+                         r.header()->major = kLayoutMajor + 1;
+                         r.header()->minor = 3;
+                       },
+                       StatusCode::kFailedPrecondition, "has layout version 2.3, this binary reads 1.x"},
+        BadSegmentCase{"BadIdentityChecksum", [](RawFile& r) { r.header()->node_name[0] ^= 1; },
+                       StatusCode::kDataLoss, "header identity checksum mismatch"},
+        BadSegmentCase{"BadClaimChecksum", [](RawFile& r) { r.claim(0)->name[0] ^= 1; },
+                       StatusCode::kDataLoss,
+                       "claims[0] uid=00000000-0000-0000-0000-000000000000: checksum mismatch"},
+        BadSegmentCase{"CountOverCapacity", [](RawFile& r) { r.header()->claim_count = 1000; },
+                       StatusCode::kDataLoss, "claim_count 1000 exceeds capacity 64"},
+        BadSegmentCase{"OtherBoot", &OtherBoot,
+                       StatusCode::kFailedPrecondition, "written in boot f1111111"}),
+    [](const ::testing::TestParamInfo<BadSegmentCase>& info) { return info.param.name; });
+
+TEST(SharedPoolTest, AllocatableMinusClaimsAndReservedUnlessStrict) {
+  TopologySummary topo{};
+  topo.online = CpuSet::Range(0, 7);
+  topo.reserved = CpuSet{0};
+  topo.allocatable = CpuSet::Range(1, 7);
+  ConfigSummary config{};
+  std::vector<ClaimEntry> claims(2);
+  claims[0].cpus = CpuSet{2, 3};
+  claims[1].cpus = CpuSet{5};
+  EXPECT_EQ(ComputeSharedPool(topo, config, claims), (CpuSet{0, 1, 4, 6, 7}));
+  config.flags = kConfigStrictCpuReservation;
+  EXPECT_EQ(ComputeSharedPool(topo, config, claims), (CpuSet{1, 4, 6, 7}));
+}
+
+}  // namespace
+}  // namespace dracpu::shm

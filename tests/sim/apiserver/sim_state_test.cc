@@ -1,0 +1,264 @@
+// SimState without HTTP: the API semantics the simulator promises (status codes, Status bodies,
+// resourceVersions, selectors, history and faults).
+#include "tests/sim/apiserver/sim_state.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "tests/sim/apiserver/slice_fixtures.h"
+
+namespace dracpu::sim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using testing::GroupedDevice;
+using testing::Slice;
+
+constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+
+rapidjson::Document Parse(const std::string& json) {
+  rapidjson::Document doc;
+  doc.Parse(json.c_str());
+  EXPECT_FALSE(doc.HasParseError()) << json;
+  return doc;
+}
+
+std::string Str(const rapidjson::Value& v, const char* a, const char* b = nullptr) {
+  const rapidjson::Value* x = &v[a];
+  if (b != nullptr) x = &(*x)[b];
+  return x->GetString();
+}
+
+SimResponse Do(SimState& s, const std::string& method, const std::string& target,
+               const std::string& body = "") {
+  return s.Handle({method, target, "", body});
+}
+
+TEST(SimStateTest, CreateWithGenerateNameSetsServerFields) {
+  SimState s;
+  SimResponse r = Do(s, "POST", kSlices, Slice("n1", GroupedDevice(0, 8)));
+  ASSERT_EQ(r.status, 201) << r.body;
+  rapidjson::Document doc = Parse(r.body);
+  const std::string name = Str(doc, "metadata", "name");
+  EXPECT_EQ(name.rfind("00000-dra.cpu-n1-", 0), 0u) << name;
+  EXPECT_EQ(name.size(), std::string("00000-dra.cpu-n1-").size() + 5);
+  EXPECT_FALSE(Str(doc, "metadata", "uid").empty());
+  EXPECT_EQ(Str(doc, "metadata", "resourceVersion"), std::to_string(s.resource_version()));
+  EXPECT_EQ(doc["metadata"]["generation"].GetInt(), 1);
+  EXPECT_THAT(s.ResourceSlices(), SizeIs(1));
+}
+
+TEST(SimStateTest, InvalidSliceIs422WithACauseNamingTheField) {
+  SimState s;
+  SimResponse r = Do(s, "POST", kSlices,
+                     Slice("n1", "{\"name\":\"d\",\"attributes\":{\"x\":{\"int\":1,\"bool\":true}}}", "s1"));
+  ASSERT_EQ(r.status, 422);
+  rapidjson::Document doc = Parse(r.body);
+  EXPECT_EQ(Str(doc, "kind"), "Status");
+  EXPECT_EQ(Str(doc, "reason"), "Invalid");
+  EXPECT_EQ(doc["code"].GetInt(), 422);
+  EXPECT_THAT(Str(doc, "message"),
+              HasSubstr("ResourceSlice.resource.k8s.io \"s1\" is invalid: "
+                        "spec.devices[0].attributes[x]: Invalid value"));
+  EXPECT_EQ(std::string(doc["details"]["causes"][0]["field"].GetString()),
+            "spec.devices[0].attributes[x]");
+  EXPECT_THAT(s.ResourceSlices(), SizeIs(0));
+}
+
+TEST(SimStateTest, UnknownFieldsAreDroppedWithAWarningOrRefusedWhenStrict) {
+  SimState s;
+  std::string slice = Slice("n1", GroupedDevice(0, 4), "s1");
+  // A typo in a device field and an unknown top-level spec field.
+  slice.replace(slice.find("\"allowMultipleAllocations\""), 26, "\"allowMultipleAllocation\"");
+  slice.replace(slice.find("\"driver\""), 8, "\"colour\":\"red\",\"driver\"");
+  SimResponse strict = Do(s, "POST", std::string(kSlices) + "?fieldValidation=Strict", slice);
+  EXPECT_EQ(strict.status, 400);
+  EXPECT_THAT(strict.body, HasSubstr("strict decoding error: unknown field \\\"spec.colour\\\""));
+  EXPECT_THAT(strict.body, HasSubstr("spec.devices[0].allowMultipleAllocation"));
+  SimResponse lenient = Do(s, "POST", kSlices, slice);
+  ASSERT_EQ(lenient.status, 201) << lenient.body;
+  EXPECT_THAT(lenient.warnings, ::testing::ElementsAre("unknown field \"spec.colour\"",
+                                                       "unknown field \"spec.devices[0].allowMultipleAllocation\""));
+  EXPECT_THAT(lenient.body, ::testing::Not(HasSubstr("colour")));
+  EXPECT_THAT(s.Warnings(), SizeIs(2));
+}
+
+TEST(SimStateTest, OwnerReferencesAreValidated) {
+  SimState s;
+  std::string slice = Slice("n1", "", "s1");
+  slice.replace(slice.find("{\"name\":\"s1\"}"), 13,
+                "{\"name\":\"s1\",\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Node\","
+                "\"name\":\"n1\",\"controller\":true}]}");
+  SimResponse r = Do(s, "POST", kSlices, slice);
+  EXPECT_EQ(r.status, 422);
+  EXPECT_THAT(r.body, HasSubstr("metadata.ownerReferences[0].uid"));
+}
+
+TEST(SimStateTest, UpdateNeedsTheCurrentResourceVersion) {
+  SimState s;
+  SimResponse created = Do(s, "POST", kSlices, Slice("n1", "", "s1"));
+  ASSERT_EQ(created.status, 201);
+  rapidjson::Document doc = Parse(created.body);
+  const std::string rv = Str(doc, "metadata", "resourceVersion");
+  SimResponse ok = Do(s, "PUT", std::string(kSlices) + "/s1", Slice("n1", GroupedDevice(0, 4), "s1"));
+  // Without a resourceVersion: 422, as the real server.
+  EXPECT_EQ(ok.status, 422) << ok.body;
+  std::string with_rv = Slice("n1", GroupedDevice(0, 4), "s1");
+  with_rv.replace(with_rv.find("{\"name\":\"s1\"}"), 13,
+                  "{\"name\":\"s1\",\"resourceVersion\":\"" + rv + "\"}");
+  SimResponse updated = Do(s, "PUT", std::string(kSlices) + "/s1", with_rv);
+  ASSERT_EQ(updated.status, 200) << updated.body;
+  rapidjson::Document after = Parse(updated.body);
+  EXPECT_EQ(Str(after, "metadata", "uid"), Str(doc, "metadata", "uid"));
+  EXPECT_EQ(after["metadata"]["generation"].GetInt(), 2);
+  // The same (now stale) version again: 409 Conflict.
+  SimResponse stale = Do(s, "PUT", std::string(kSlices) + "/s1", with_rv);
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_THAT(stale.body, HasSubstr("\"reason\":\"Conflict\""));
+  EXPECT_THAT(stale.body, HasSubstr("the object has been modified"));
+}
+
+TEST(SimStateTest, DeletePreconditions) {
+  SimState s;
+  rapidjson::Document doc = Parse(Do(s, "POST", kSlices, Slice("n1", "", "s1")).body);
+  const std::string uid = Str(doc, "metadata", "uid");
+  SimResponse wrong = Do(s, "DELETE", std::string(kSlices) + "/s1",
+                         "{\"preconditions\":{\"uid\":\"other\"}}");
+  EXPECT_EQ(wrong.status, 409);
+  EXPECT_THAT(wrong.body, HasSubstr("Precondition failed: UID in precondition: other"));
+  EXPECT_EQ(Do(s, "DELETE", std::string(kSlices) + "/s1",
+               "{\"preconditions\":{\"uid\":\"" + uid + "\"}}").status, 200);
+  SimResponse gone = Do(s, "DELETE", std::string(kSlices) + "/s1");
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_THAT(gone.body, HasSubstr("\"reason\":\"NotFound\""));
+}
+
+TEST(SimStateTest, DuplicateNameIsAlreadyExists) {
+  SimState s;
+  ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "s1")).status, 201);
+  SimResponse again = Do(s, "POST", kSlices, Slice("n1", "", "s1"));
+  EXPECT_EQ(again.status, 409);
+  EXPECT_THAT(again.body, HasSubstr("\"reason\":\"AlreadyExists\""));
+}
+
+TEST(SimStateTest, ListFiltersByFieldSelector) {
+  SimState s;
+  ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "a")).status, 201);
+  ASSERT_EQ(Do(s, "POST", kSlices, Slice("n2", "", "b")).status, 201);
+  ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "c", "other.example.com")).status, 201);
+  SimResponse r = Do(s, "GET", std::string(kSlices) +
+                                   "?fieldSelector=spec.nodeName%3Dn1%2Cspec.driver%3Ddra.cpu");
+  ASSERT_EQ(r.status, 200);
+  rapidjson::Document doc = Parse(r.body);
+  ASSERT_EQ(doc["items"].Size(), 1u);
+  EXPECT_EQ(Str(doc["items"][0], "metadata", "name"), "a");
+  EXPECT_EQ(Str(doc, "metadata", "resourceVersion"), std::to_string(s.resource_version()));
+  EXPECT_EQ(Parse(Do(s, "GET", std::string(kSlices) + "?fieldSelector=spec.nodeName!%3Dn1").body)["items"].Size(), 1u);
+  EXPECT_EQ(Do(s, "GET", std::string(kSlices) + "?fieldSelector=spec.color%3Dred").status, 400);
+}
+
+TEST(SimStateTest, NodesClaimsAndVersion) {
+  SimState s;
+  const std::string uid = s.AddNode("n1");
+  SimResponse node = Do(s, "GET", "/api/v1/nodes/n1");
+  ASSERT_EQ(node.status, 200);
+  EXPECT_EQ(Str(Parse(node.body), "metadata", "uid"), uid);
+  EXPECT_EQ(Do(s, "GET", "/api/v1/nodes/n2").status, 404);
+  ASSERT_TRUE(s.PutResourceClaim(
+      "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"c\"},\"spec\":{\"devices\":{}}}"));
+  SimResponse claim = Do(s, "GET", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c");
+  ASSERT_EQ(claim.status, 200);
+  EXPECT_FALSE(Str(Parse(claim.body), "metadata", "uid").empty());
+  EXPECT_EQ(Do(s, "GET", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/x").status, 404);
+  EXPECT_THAT(Do(s, "GET", "/version").body, HasSubstr("gitVersion"));
+}
+
+TEST(SimStateTest, TokenCheck) {
+  SimState s;
+  EXPECT_FALSE(s.CheckAuth({"GET", "/version", "", ""}).has_value());
+  s.SetToken("secret");
+  std::optional<SimResponse> denied = s.CheckAuth({"GET", "/version", "Bearer nope", ""});
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_FALSE(s.CheckAuth({"GET", "/version", "Bearer secret", ""}).has_value());
+  EXPECT_FALSE(s.CheckAuth({"POST", "/_sim/compact", "", ""}).has_value());
+}
+
+TEST(SimStateTest, FaultsMatchAndRunOut) {
+  SimState s;
+  Fault f;
+  f.method = "PUT";
+  f.path_prefix = kSlices;
+  f.status = 409;
+  f.reason = "Conflict";
+  f.count = 2;
+  s.AddFault(f);
+  EXPECT_FALSE(s.TakeFault("GET", std::string(kSlices) + "/a").has_value());
+  EXPECT_TRUE(s.TakeFault("PUT", std::string(kSlices) + "/a").has_value());
+  EXPECT_TRUE(s.TakeFault("PUT", std::string(kSlices) + "/b").has_value());
+  EXPECT_FALSE(s.TakeFault("PUT", std::string(kSlices) + "/c").has_value());
+  Fault watch_only;
+  watch_only.query_contains = "watch=true";
+  watch_only.count = -1;
+  s.AddFault(watch_only);
+  EXPECT_FALSE(s.TakeFault("GET", kSlices).has_value());
+  EXPECT_TRUE(s.TakeFault("GET", std::string(kSlices) + "?watch=true").has_value());
+  EXPECT_TRUE(s.TakeFault("GET", std::string(kSlices) + "?watch=true").has_value());
+  s.ClearFaults();
+  EXPECT_FALSE(s.TakeFault("GET", std::string(kSlices) + "?watch=true").has_value());
+}
+
+TEST(SimStateTest, WatchFromACompactedVersionExpires) {
+  SimState::Options options;
+  options.history_size = 2;
+  SimState s(options);
+  const int64_t start = s.resource_version();
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", name)).status, 201);
+  }
+  // Three events, two kept: resuming from the start misses "a".
+  SimState::WatchStart w = s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
+                                        std::to_string(start));
+  EXPECT_TRUE(w.expired);
+  SimState::WatchStart ok = s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
+                                         std::to_string(start + 1));
+  EXPECT_FALSE(ok.expired);
+  s.CompactHistory();
+  EXPECT_TRUE(s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
+                           std::to_string(start + 2)).expired);
+  EXPECT_FALSE(s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
+                            std::to_string(s.resource_version())).expired);
+  SimState::WatchStart fresh = s.StartWatch(std::string(kSlices) + "?watch=true");
+  EXPECT_THAT(fresh.initial, SizeIs(3)) << "a watch without a version starts with ADDED for all";
+}
+
+TEST(SimStateTest, WaitForEventsDeliversInOrderAndFilters) {
+  SimState s;
+  std::vector<SelectorTerm> selector;
+  ASSERT_TRUE(ParseFieldSelector("spec.nodeName=n1", &selector));
+  int64_t after = s.resource_version();
+  uint64_t expire = 0, bookmark = 0;
+  ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "a")).status, 201);
+  ASSERT_EQ(Do(s, "POST", kSlices, Slice("n2", "", "b")).status, 201);
+  ASSERT_TRUE(s.DeleteResourceSlice("a"));
+  SimState::WatchWake wake = s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
+                                             std::chrono::steady_clock::now());
+  ASSERT_THAT(wake.events, SizeIs(2));
+  EXPECT_EQ(wake.events[0].type, "ADDED");
+  EXPECT_EQ(wake.events[1].type, "DELETED");
+  EXPECT_EQ(after, s.resource_version());
+  s.RequestBookmarks();
+  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).bookmark);
+  s.ExpireWatches();
+  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).expired);
+  s.DropWatches();
+  EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).dropped);
+}
+
+}  // namespace
+}  // namespace dracpu::sim
