@@ -6,7 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <rapidjson/document.h>
+
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 #include "dra-agent/allocator/placement_metrics.h"
@@ -237,6 +241,69 @@ TEST_F(WeaknessTest, D6DistributedSplitPrefersOneSocket) {
   }
 }
 
+// Every topology of the case data (25, including those the development cases do not use) under
+// every option set, on random free sets: the hard constraints hold, and a request fails only
+// when the free CPUs (whole free cores under full-pcpus-only) cannot hold it.
+TEST_F(WeaknessTest, EveryCaseTopologyMeetsHardConstraintsUnderEveryOptionSet) {
+  DRACPU_REQUIRE_SHARED_DIR(dir);
+  std::ifstream in(dir + "/alloc-cases/topologies.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  ASSERT_FALSE(doc.HasParseError());
+  const std::vector<std::vector<std::pair<std::string, std::string>>> option_sets = {
+      {},
+      {{"full-pcpus-only", "true"}},
+      {{"prefer-align-cpus-by-uncorecache", "false"}},
+      {{"distribute-cpus-across-cores", "true"}},
+      {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}},
+      {{"distribute-cpus-across-numa", "true"}, {"full-pcpus-only", "true"},
+       {"prefer-align-cpus-by-uncorecache", "false"}},
+      {{"align-by-socket", "true"}, {"core-type", "efficiency"}},
+  };
+  std::mt19937 rng(3);
+  int topologies = 0;
+  for (const auto& t : doc["topologies"].GetArray()) {
+    const std::string name = t["name"].GetString();
+    SCOPED_TRACE(name);
+    const Machine m = Load(dir, name);
+    ++topologies;
+    for (const auto& options : option_sets) {
+      ASSERT_THAT(ParseAllocatorOptions(options), IsOk());
+      const AllocatorOptions parsed = *ParseAllocatorOptions(options);
+      for (int round = 0; round < 12; ++round) {
+        const int busy_percent = static_cast<int>(rng() % 80);
+        CpuSet free;
+        for (int cpu : m.topology.online) {
+          if (static_cast<int>(rng() % 100) >= busy_percent) free.Set(cpu);
+        }
+        const int count = 1 + static_cast<int>(rng() % std::max(1, free.Count()));
+        std::vector<int> hint;
+        if (round % 3 == 0) hint.push_back(m.topology.numa_nodes[rng() % m.topology.numa_nodes.size()].id);
+        Result<CpuSet> got = Allocate(m.index, {free, count, {}, hint}, parsed);
+        int whole = 0;
+        for (const Core& core : m.topology.cores) whole += core.cpus.IsSubsetOf(free) ? core.cpus.Count() : 0;
+        const int width = m.index.uniform_width();
+        const bool feasible = parsed.full_pcpus_only
+                                  ? (width > 0 ? count % width == 0 && count <= whole : count <= whole)
+                                  : count <= free.Count();
+        if (!got.ok()) {
+          // On hybrid parts whole cores of mixed widths may not add up; everything else must fit.
+          EXPECT_TRUE(!feasible || (parsed.full_pcpus_only && width == 0))
+              << got.status().ToString() << " count=" << count << " free=" << free.ToListString();
+          continue;
+        }
+        EXPECT_EQ(got->Count(), count);
+        EXPECT_TRUE(got->IsSubsetOf(free));
+        if (parsed.full_pcpus_only) {
+          EXPECT_EQ(ComputeMetrics(m.index, *got).partial_cores, 0) << got->ToListString();
+        }
+      }
+    }
+  }
+  EXPECT_EQ(topologies, 25);
+}
+
 // --- options and invariants on synthetic machines -------------------------------------------
 
 const testing::SyntheticShape kTwoSocketSmt2 = {2, 1, 2, 4, 2};  // 32 CPUs, 4 L3 groups of 8
@@ -314,6 +381,21 @@ TEST(AllocatorTest, DistributeAcrossNumaSplitsEvenly) {
   EXPECT_EQ((*got & m.topology.numa_nodes[0].cpus).Count(), 6);
   EXPECT_EQ((*got & m.topology.numa_nodes[1].cpus).Count(), 6);
   EXPECT_EQ(ComputeMetrics(m.index, *got).socket_span, 1);
+}
+
+TEST(AllocatorTest, DistributeAcrossSixteenNumaNodesStaysEvenAndCompact) {
+  const Machine m = Synthetic({4, 4, 2, 4, 2});  // 16 NUMA nodes of 16 CPUs
+  Result<CpuSet> got = Take(m, m.topology.online, 100,
+                            {{"distribute-cpus-across-numa", "true"},
+                             {"prefer-align-cpus-by-uncorecache", "false"}});
+  ASSERT_THAT(got, IsOk());
+  const PlacementMetrics metrics = ComputeMetrics(m.index, *got);
+  EXPECT_EQ(metrics.numa_span, 7);    // ceil(100 / 16)
+  EXPECT_EQ(metrics.socket_span, 2);  // 7 nodes need two 4-node sockets
+  for (const NumaNode& n : m.topology.numa_nodes) {
+    const int in_node = (n.cpus & *got).Count();
+    EXPECT_TRUE(in_node == 0 || in_node == 14 || in_node == 15) << "node " << n.id << ": " << in_node;
+  }
 }
 
 TEST(AllocatorTest, DistributeAcrossCoresUsesOneThreadPerCoreFirst) {

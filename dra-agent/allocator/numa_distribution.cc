@@ -9,8 +9,11 @@
 namespace dracpu::allocator {
 namespace {
 
-// Bound on combinations examined per k (C(16, 8) = 12870 would otherwise be walked whole).
+// Bounds on the enumeration: NUMA combinations examined per k (C(16, 8) = 12870 would otherwise
+// be walked whole), and remainder assignments examined per call, so a 16-node machine with no
+// even split cannot spend more than a few milliseconds here.
 constexpr int kMaxCombos = 4096;
+constexpr int kMaxAssignments = 200000;
 
 // Calls visit(combo) for each k-combination of [0, n) in lexicographic order, until it returns
 // false or `budget` combinations were visited.
@@ -45,13 +48,15 @@ Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const AllocatorOptio
   std::vector<std::vector<char>> sockets_of(nodes, std::vector<char>(index.socket_count(), 0));
   for (const auto& cell : index.cells()) sockets_of[cell.numa][cell.socket] = 1;
 
-  for (int k = std::max(1, min_k); k <= nodes; ++k) {
+  int budget = kMaxAssignments;
+  for (int k = std::max(1, min_k); k <= nodes && budget > 0; ++k) {
     const int share = count / k / group * group;
     const int extras = (count - share * k) / group;
     bool found = false;
     std::tuple<int, int64_t> best_key;
     std::vector<int> best_combo, best_extra;
     ForEachCombination(nodes, k, kMaxCombos, [&](const std::vector<int>& combo) {
+      if (budget <= 0) return false;
       std::vector<int> eligible;  // nodes that can take one more group
       for (int n : combo) {
         if (capacity[n] < share) return true;
@@ -67,6 +72,7 @@ Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const AllocatorOptio
       // Balance: variance (times nodes^2) of the free CPUs every node keeps.
       ForEachCombination(static_cast<int>(eligible.size()), extras, kMaxCombos,
                          [&](const std::vector<int>& pick) {
+                           if (--budget < 0) return false;
                            std::vector<int> take(nodes, 0);
                            for (int n : combo) take[n] = share;
                            for (int i : pick) take[eligible[i]] += group;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace dracpu::allocator {
@@ -12,16 +13,20 @@ namespace {
 // enumeration is best-fit first, so what is cut off are the looser fits.
 constexpr int kMaxNumaCombos = 32;
 constexpr int kMaxSocketCombos = 8;
-constexpr int kMaxPairs = 4;
+constexpr int kMaxPairs = 6;
 constexpr int kMaxL3Covers = 8;
+// Candidate covers filled and scored per call, shared by the surviving pairs (at least 2 each).
+constexpr int kMaxFills = 16;
 
 struct Item {
   int group;
   int capacity;
 };
 
-// Combinations of the fewest items whose capacities sum to at least `need`, at most `limit`,
-// enumerated over the items in ascending (capacity, group) order so the tightest fits come first.
+// Combinations of the fewest items whose capacities sum to at least `need`: up to `limit`
+// enumerated over the items in ascending (capacity, group) order, so the tightest fits come
+// first, then up to `limit` more (not already listed) in descending order, so the combinations
+// of the roomiest groups, which leave most choice to the levels below, are never all cut off.
 // Returns that fewest count, or -1 when all items together are too small.
 int EnumerateCovers(std::vector<Item> items, int need, int limit,
                     std::vector<std::vector<int>>* out) {
@@ -42,14 +47,14 @@ int EnumerateCovers(std::vector<Item> items, int need, int limit,
   // Depth-first over ascending indices; a branch is entered only when the largest remaining
   // items can still complete it, so every branch yields at least one cover.
   std::vector<int> chosen;
-  auto dfs = [&](auto&& self, int start, int sum) -> void {
+  auto emit = [&] {
+    std::vector<int> groups;
+    for (int i : chosen) groups.push_back(items[i].group);
+    out->push_back(std::move(groups));
+  };
+  auto ascending = [&](auto&& self, int start, int sum) -> void {
     const int left = k - static_cast<int>(chosen.size());
-    if (left == 0) {
-      std::vector<int> groups;
-      for (int i : chosen) groups.push_back(items[i].group);
-      out->push_back(std::move(groups));
-      return;
-    }
+    if (left == 0) return emit();
     for (int i = start; i <= n - left && static_cast<int>(out->size()) < limit; ++i) {
       if (sum + items[i].capacity + suffix[n - left + 1] < need) continue;
       chosen.push_back(i);
@@ -57,7 +62,34 @@ int EnumerateCovers(std::vector<Item> items, int need, int limit,
       chosen.pop_back();
     }
   };
-  dfs(dfs, 0, 0);
+  ascending(ascending, 0, 0);
+  const size_t first_pass = out->size();
+  if (static_cast<int>(first_pass) < limit) return k;  // the first pass listed them all
+  // Descending: indices from the top; the best completion of a branch after picking i is the
+  // next `left - 1` items below i, so once that falls short every lower i does too.
+  const int total_limit = 2 * limit;
+  auto descending = [&](auto&& self, int start, int sum) -> void {
+    const int left = k - static_cast<int>(chosen.size());
+    if (left == 0) {
+      std::vector<int> sorted = chosen;
+      std::sort(sorted.begin(), sorted.end());
+      for (size_t j = 0; j < first_pass; ++j) {
+        std::vector<int> groups;
+        for (int i : sorted) groups.push_back(items[i].group);
+        if ((*out)[j] == groups) return;
+      }
+      return emit();
+    }
+    for (int i = start; i >= left - 1 && static_cast<int>(out->size()) < total_limit; --i) {
+      // items[i - left + 1 .. i - 1] are the largest below i.
+      const int best_rest = suffix[i - left + 1] - suffix[i];
+      if (sum + items[i].capacity + best_rest < need) break;
+      chosen.push_back(i);
+      self(self, i - 1, sum + items[i].capacity);
+      chosen.pop_back();
+    }
+  };
+  descending(descending, n - 1, 0);
   return k;
 }
 
@@ -83,26 +115,27 @@ PlacementSearch::PlacementSearch(const TopologyIndex& index, const AllocatorOpti
     : index_(index), options_(options) {
   const auto& cores = index.cores();
   mask_.assign(cores.size(), 0);
+  free_.assign(cores.size(), 0);
   for (int cpu : candidates) {
     const int c = index.CoreOf(cpu);
     if (c < 0) continue;
-    const auto& threads = index.threads();
-    const int first = cores[c].first;
-    for (int i = 0; i < cores[c].width; ++i) {
-      if (threads[first + i] == cpu) mask_[c] |= uint32_t{1} << i;
-    }
+    mask_[c] |= uint32_t{1} << index.ThreadOf(cpu);
+    ++free_[c];
   }
-  free_.assign(cores.size(), 0);
   capacity_.assign(cores.size(), 0);
   cell_capacity_.assign(index.cells().size(), 0);
+  cell_whole_.assign(index.cells().size(), 0);
   numa_capacity_.assign(index.numa_count(), 0);
   numa_free_.assign(index.numa_count(), 0);
   socket_free_.assign(index.socket_count(), 0);
   l3_free_.assign(index.l3_count(), 0);
+  numa_taken_.assign(index.numa_count(), 0);
+  socket_taken_.assign(index.socket_count(), 0);
+  l3_taken_.assign(index.l3_count(), 0);
   for (size_t c = 0; c < cores.size(); ++c) {
-    free_[c] = std::popcount(mask_[c]);
     capacity_[c] = options.full_pcpus_only ? (free_[c] == cores[c].width ? free_[c] : 0) : free_[c];
     cell_capacity_[cores[c].cell] += capacity_[c];
+    if (free_[c] == cores[c].width) cell_whole_[cores[c].cell] += free_[c];
     numa_capacity_[cores[c].numa] += capacity_[c];
     numa_free_[cores[c].numa] += free_[c];
     socket_free_[cores[c].socket] += free_[c];
@@ -259,8 +292,12 @@ bool PlacementSearch::FillSpread(const std::vector<int>& cells, int count, TypeF
 
 PlacementSearch::Score PlacementSearch::Evaluate(const Selection& selection) const {
   const auto& cores = index_.cores();
-  std::vector<int> numa_taken(index_.numa_count(), 0), socket_taken(index_.socket_count(), 0);
-  std::vector<int> l3_taken(index_.l3_count(), 0);
+  std::vector<int>& numa_taken = numa_taken_;
+  std::vector<int>& socket_taken = socket_taken_;
+  std::vector<int>& l3_taken = l3_taken_;
+  std::fill(numa_taken.begin(), numa_taken.end(), 0);
+  std::fill(socket_taken.begin(), socket_taken.end(), 0);
+  std::fill(l3_taken.begin(), l3_taken.end(), 0);
   int partial = 0, broken_cores = 0, non_preferred = 0;
   bool types[3] = {false, false, false};
   for (const Take& t : selection) {
@@ -301,6 +338,27 @@ PlacementSearch::Score PlacementSearch::Evaluate(const Selection& selection) con
           broken_numa, broken_socket, l3_span, -largest_l3, -largest_numa};
 }
 
+std::vector<int> PlacementSearch::RichestCover(const std::vector<int>& cells, int size,
+                                               int count) const {
+  std::vector<int> whole(index_.l3_count(), 0), free(index_.l3_count(), 0);
+  std::vector<int> groups;
+  for (int c : cells) {
+    const int l3 = index_.cells()[c].l3;
+    if (free[l3] == 0 && cell_capacity_[c] > 0) groups.push_back(l3);
+    whole[l3] += cell_whole_[c];
+    free[l3] += cell_capacity_[c];
+  }
+  if (static_cast<int>(groups.size()) < size) return {};
+  std::sort(groups.begin(), groups.end(), [&](int a, int b) {
+    return std::make_tuple(-whole[a], -free[a], a) < std::make_tuple(-whole[b], -free[b], b);
+  });
+  groups.resize(size);
+  int sum = 0;
+  for (int g : groups) sum += free[g];
+  if (sum < count) return {};
+  return groups;
+}
+
 Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_in) const {
   std::vector<int> region = cells_in;
   if (region.empty()) {
@@ -317,14 +375,20 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
   }
   if (count == 0) return CpuSet();
 
-  // 1. Level search on capacities: (NUMA set, socket set) pairs with the smallest spans.
+  // What whole cores should supply: all but the remainder that cannot fill a core.
+  const int width = index_.uniform_width();
+  const int whole_need = width > 1 ? count - count % width : count;
+  auto l3_of = [&](int c) { return cells[c].l3; };
+
+  // 1. Level search on capacities: (NUMA set, socket set) pairs with the smallest spans; among
+  // those, pairs whose whole free cores hold `whole_need` first (no avoidable partial core).
   struct Pair {
     std::vector<int> cells;  // region restricted to the pair
     int l3_span;
   };
   std::vector<Pair> pairs;
-  std::array<int, 3> best_key = {1 << 30, 1 << 30, 1 << 30};
-  std::vector<std::vector<int>> numa_sets, socket_sets, l3_sets;
+  std::array<int, 4> best_key = {1 << 30, 1 << 30, 1 << 30, 1 << 30};
+  std::vector<std::vector<int>> numa_sets, socket_sets, l3_sets, whole_sets;
   const int numa_k = EnumerateCovers(
       Aggregate(region, cell_capacity_, index_.numa_count(), [&](int c) { return cells[c].numa; }),
       count, kMaxNumaCombos, &numa_sets);
@@ -341,17 +405,30 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
     if (socket_k < 0) continue;
     for (const std::vector<int>& sockets : socket_sets) {
       Pair pair;
+      int whole = 0;
       for (int c : in_numas) {
-        if (Contains(sockets, cells[c].socket)) pair.cells.push_back(c);
+        if (Contains(sockets, cells[c].socket)) {
+          pair.cells.push_back(c);
+          whole += cell_whole_[c];
+        }
       }
       std::vector<std::vector<int>> unused;
       pair.l3_span = options_.prefer_align_cpus_by_uncorecache
-                         ? EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(),
-                                                     [&](int c) { return cells[c].l3; }),
+                         ? EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of),
                                            count, 0, &unused)
                          : 0;
       if (pair.l3_span < 0) continue;
-      const std::array<int, 3> key = {numa_k, socket_k, pair.l3_span};
+      // Whole-core CPUs the best `l3_span` groups can give (all of the pair without alignment).
+      if (options_.prefer_align_cpus_by_uncorecache) {
+        std::vector<Item> by_whole = Aggregate(pair.cells, cell_whole_, index_.l3_count(), l3_of);
+        std::sort(by_whole.begin(), by_whole.end(),
+                  [](const Item& a, const Item& b) { return a.capacity > b.capacity; });
+        whole = 0;
+        for (int i = 0; i < pair.l3_span && i < static_cast<int>(by_whole.size()); ++i) {
+          whole += by_whole[i].capacity;
+        }
+      }
+      const std::array<int, 4> key = {numa_k, socket_k, pair.l3_span, std::max(0, whole_need - whole)};
       if (key < best_key) {
         best_key = key;
         pairs.clear();
@@ -368,11 +445,34 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
   bool found = false;
   Score best_score{};
   Selection best, selection;
+  const int covers_per_pair =
+      std::min(kMaxL3Covers, std::max(2, kMaxFills / static_cast<int>(std::max<size_t>(1, pairs.size()))));
   for (const Pair& pair : pairs) {
     if (options_.prefer_align_cpus_by_uncorecache) {
-      EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(),
-                                [&](int c) { return cells[c].l3; }),
-                      count, kMaxL3Covers, &l3_sets);
+      EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of), count,
+                      covers_per_pair, &l3_sets);
+      // Covers of the same size that whole free cores alone (nearly) fill.
+      whole_sets.clear();
+      if (!options_.full_pcpus_only && whole_need > 0) {
+        std::vector<std::vector<int>> found;
+        if (EnumerateCovers(Aggregate(pair.cells, cell_whole_, index_.l3_count(), l3_of),
+                            whole_need, covers_per_pair, &found) == pair.l3_span) {
+          whole_sets = std::move(found);
+        }
+      }
+      // And the groups richest in whole free cores, when they hold the request: the fewest
+      // partial cores when no cover avoids them all.
+      std::vector<int> richest = RichestCover(pair.cells, pair.l3_span, count);
+      if (!richest.empty()) whole_sets.push_back(std::move(richest));
+      for (std::vector<int>& w : whole_sets) {
+        std::sort(w.begin(), w.end());
+        bool seen = false;
+        for (std::vector<int> l : l3_sets) {
+          std::sort(l.begin(), l.end());
+          seen |= l == w;
+        }
+        if (!seen) l3_sets.push_back(std::move(w));
+      }
     } else {
       l3_sets = {{}};
     }

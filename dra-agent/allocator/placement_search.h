@@ -7,8 +7,10 @@
 //     inside those, the fewest L3 groups. Capacities count whole free cores only under
 //     full-pcpus-only. Only (NUMA set, socket set) pairs reaching the lexicographic minimum of
 //     (NUMA span, socket span, L3 span) survive.
-//  2. For each surviving pair, candidate L3 covers of that minimal size (best fit first,
-//     bounded), and for each cover a core-level fill: whole free cores first (fullest L3 group
+//     Pairs whose wholly free cores can hold the request (but for an odd remainder) rank first.
+//  2. For each surviving pair, candidate L3 covers of that minimal size: the tightest fits by free
+//     capacity and the tightest fits by wholly-free-core capacity (so covers that avoid partial
+//     cores are always among the candidates), bounded; and for each cover a core-level fill: whole free cores first (fullest L3 group
 //     first), then the remainder on the single core that fits it best (a partly used core before
 //     breaking a free one), else the largest partial cores. On hybrid parts the fill is tried on
 //     the preferred core type alone, on the other alone, and on both.
@@ -29,6 +31,7 @@
 
 namespace dracpu::allocator {
 
+// One object per allocation call; not for concurrent use (it keeps scratch buffers).
 class PlacementSearch {
  public:
   // `candidates` must be CPUs of the topology.
@@ -64,6 +67,9 @@ class PlacementSearch {
   bool FillSpread(const std::vector<int>& cells, int count, TypeFilter filter,
                   Selection* out) const;
   Score Evaluate(const Selection& selection) const;
+  // The `size` L3 groups of `cells` with the most whole free cores, if their free CPUs hold
+  // `count`; else empty.
+  std::vector<int> RichestCover(const std::vector<int>& cells, int size, int count) const;
   // Orders cells for filling: partly used L3 groups before free ones, fuller ones first.
   std::vector<int> OrderCells(std::vector<int> cells) const;
 
@@ -73,8 +79,11 @@ class PlacementSearch {
   std::vector<int> free_;        // popcount(mask_)
   std::vector<int> capacity_;    // usable CPUs per core
   std::vector<int> cell_capacity_;
+  std::vector<int> cell_whole_;  // CPUs of wholly free cores per cell
   std::vector<int> numa_capacity_, numa_free_, socket_free_, l3_free_;
   int total_capacity_ = 0;
+  // Scratch space of Evaluate, kept to avoid allocating per candidate fill.
+  mutable std::vector<int> numa_taken_, socket_taken_, l3_taken_;
 };
 
 }  // namespace dracpu::allocator

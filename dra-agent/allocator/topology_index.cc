@@ -20,6 +20,7 @@ Result<TopologyIndex> TopologyIndex::Build(const CpuTopology& topology) {
   TopologyIndex ix;
   ix.online_ = topology.online;
   ix.cpu_core_.assign(topology.online.Last() + 1, -1);
+  ix.cpu_thread_.assign(topology.online.Last() + 1, -1);
 
   // Dense ids in ascending kernel id order (maps are ordered), so iteration order is stable.
   std::map<int, int> numa_dense, socket_dense;
@@ -67,6 +68,7 @@ Result<TopologyIndex> TopologyIndex::Build(const CpuTopology& topology) {
         return InvalidArgumentError("core " + std::to_string(core.id) +
                                     " has threads in different NUMA nodes, sockets or L3 groups");
       }
+      ix.cpu_thread_[cpu] = static_cast<int>(ix.threads_.size()) - e.first;
       ix.threads_.push_back(cpu);
       ix.cpu_core_[cpu] = static_cast<int>(ix.cores_.size());
       ix.numa_cpus_[e.numa].Set(cpu);

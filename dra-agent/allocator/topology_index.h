@@ -53,6 +53,8 @@ class TopologyIndex {
   int CoreOf(int cpu) const {
     return cpu >= 0 && cpu < static_cast<int>(cpu_core_.size()) ? cpu_core_[cpu] : -1;
   }
+  // Position of a CPU among its core's threads (valid when CoreOf(cpu) >= 0).
+  int ThreadOf(int cpu) const { return cpu_thread_[cpu]; }
 
   int numa_count() const { return static_cast<int>(numa_ids_.size()); }
   int socket_count() const { return static_cast<int>(socket_ids_.size()); }
@@ -78,6 +80,7 @@ class TopologyIndex {
   std::vector<Cell> cells_;
   std::vector<int> threads_;
   std::vector<int> cpu_core_;
+  std::vector<int> cpu_thread_;
   std::vector<int> numa_ids_, socket_ids_;
   std::vector<int> numa_total_, socket_total_, l3_total_;
   std::vector<CpuSet> numa_cpus_, socket_cpus_;
