@@ -279,8 +279,8 @@ static_assert(sizeof(pthread_mutex_t) <= 64);
 static_assert(sizeof(MutexSlot) == 64);
 
 struct SegmentHeader {
-  // --- identity: written once at creation (minor may be raised by a newer writer), covered by
-  // identity_checksum.
+  // --- identity: written once at creation (only minor may later be raised, by a newer writer),
+  // covered by identity_checksum (which takes minor as 0).
   uint64_t magic;         // kMagic
   uint32_t major;         // kLayoutMajor of the creator
   uint32_t minor;         // highest kLayoutMinor that has written this segment
@@ -293,7 +293,7 @@ struct SegmentHeader {
   char node_name[kNodeNameBytes];  // Kubernetes node name
   uint64_t created_time_ns;        // CLOCK_REALTIME ns
   uint8_t reserved1[544];
-  uint64_t identity_checksum;  // Checksum() of bytes [0, offsetof(identity_checksum))
+  uint64_t identity_checksum;  // HashWords of bytes [0, offsetof(identity_checksum)), minor as 0
 
   // --- synchronization
   MutexSlot lock;        // robust, process-shared; writers hold it for a transaction

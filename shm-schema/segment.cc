@@ -43,12 +43,6 @@ void PutField(char (&field)[N], std::string_view v) {
   std::memcpy(field, v.data(), std::min(v.size(), N - 1));
 }
 
-uint64_t IdentityChecksum(const SegmentHeader& h) {
-  const uint64_t s = HashWords(reinterpret_cast<const uint64_t*>(&h),
-                               offsetof(SegmentHeader, identity_checksum) / 8);
-  return s == 0 ? 1 : s;
-}
-
 bool SameDescriptor(const TableDescriptor& a, const TableDescriptor& b) {
   return a.entries_offset == b.entries_offset && a.index_offset == b.index_offset &&
          a.capacity == b.capacity && a.entry_size == b.entry_size &&
@@ -178,7 +172,7 @@ Result<std::unique_ptr<Segment>> Segment::CreateNew(const std::string& path,
   PutField(h->boot_id, boot_id);
   PutField(h->node_name, options.node_name);
   h->created_time_ns = RealtimeNs();
-  h->identity_checksum = IdentityChecksum(*h);
+  h->identity_checksum = HeaderIdentityChecksum(*h);
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
@@ -276,7 +270,7 @@ Status Segment::Validate() const {
         (h->major > kLayoutMajor ? "the segment is newer" : "the segment is older") +
         " and a major version never mixes");
   }
-  const uint64_t sum = IdentityChecksum(*h);
+  const uint64_t sum = HeaderIdentityChecksum(*h);
   if (sum != h->identity_checksum) {
     return DataLossError("segment " + path_ + ": header identity checksum mismatch (stored " +
                          Hex(h->identity_checksum) + ", computed " + Hex(sum) + ")");
@@ -306,7 +300,7 @@ Status Segment::Validate() const {
   }
   auto* self = const_cast<Segment*>(this);
   self->identity_.major = h->major;
-  self->identity_.minor = h->minor;
+  self->identity_.minor = LoadWord32(&h->minor);
   self->identity_.segment_size = h->segment_size;
   self->identity_.claims_capacity = cc;
   self->identity_.containers_capacity = kc;
@@ -363,10 +357,9 @@ Status Segment::AttachWriter(const OpenOptions& options) {
   rec.attach_count += 1;
   PutField(rec.version, options.version);
   CopyIn(h->agents[static_cast<int>(role_)], rec);
-  if (h->minor < kLayoutMinor) {
+  if (LoadWord32(&h->minor) < kLayoutMinor) {
     // A newer minor writes here now; its fields default to zero in older records.
     StoreWord32(&h->minor, kLayoutMinor);
-    StoreWord(&h->identity_checksum, IdentityChecksum(*h));
     identity_.minor = kLayoutMinor;
   }
   txn.Commit();
@@ -604,7 +597,7 @@ Result<WriteTransaction> Segment::Begin() {
 
 void Segment::RebuildClaimsIndexLocked() {
   const uint32_t mask = claims_desc_.index_slots - 1;
-  std::memset(claims_index_, 0, claims_desc_.index_slots * sizeof(uint32_t));
+  for (uint32_t i = 0; i < claims_desc_.index_slots; ++i) StoreWord32(&claims_index_[i], 0);
   for (uint32_t i = 0; i < header()->claim_count; ++i) {
     uint32_t pos = static_cast<uint32_t>(HashKey(claims_[i].Uid())) & mask;
     while (claims_index_[pos] != 0) pos = (pos + 1) & mask;
@@ -614,7 +607,7 @@ void Segment::RebuildClaimsIndexLocked() {
 
 void Segment::RebuildContainersIndexLocked() {
   const uint32_t mask = containers_desc_.index_slots - 1;
-  std::memset(containers_index_, 0, containers_desc_.index_slots * sizeof(uint32_t));
+  for (uint32_t i = 0; i < containers_desc_.index_slots; ++i) StoreWord32(&containers_index_[i], 0);
   for (uint32_t i = 0; i < header()->container_count; ++i) {
     uint32_t pos = static_cast<uint32_t>(HashKey(containers_[i].Id())) & mask;
     while (containers_index_[pos] != 0) pos = (pos + 1) & mask;

@@ -304,9 +304,7 @@ struct BadSegmentCase {
 
 void OtherBoot(RawFile& r) {
   r.header()->boot_id[0] = 'f';
-  const uint64_t sum = HashWords(reinterpret_cast<const uint64_t*>(r.header()),
-                                 offsetof(SegmentHeader, identity_checksum) / 8);
-  r.header()->identity_checksum = sum == 0 ? 1 : sum;
+  r.header()->identity_checksum = HeaderIdentityChecksum(*r.header());
 }
 
 class BadSegmentTest : public SegmentTest, public ::testing::WithParamInterface<BadSegmentCase> {};
@@ -370,6 +368,36 @@ INSTANTIATE_TEST_SUITE_P(
         BadSegmentCase{"OtherBoot", &OtherBoot,
                        StatusCode::kFailedPrecondition, "written in boot f1111111"}),
     [](const ::testing::TestParamInfo<BadSegmentCase>& info) { return info.param.name; });
+
+TEST_F(SegmentTest, NewerMinorOfTheSameMajorIsAccepted) {
+  OpenDra();
+  {
+    RawFile raw(path_);
+    raw.header()->minor = kLayoutMinor + 5;  // a newer writer's fields live in reserved bytes
+  }
+  auto nri = OpenRole(Role::kNriAgent);
+  ASSERT_NE(nri, nullptr);
+  EXPECT_EQ(nri->identity().minor, kLayoutMinor + 5);
+  EXPECT_EQ(nri->ReadSnapshot()->identity.minor, kLayoutMinor + 5);
+}
+
+TEST_F(SegmentTest, PeerSeesItsSegmentWasRebuilt) {
+  OpenDra().reset();
+  auto nri = OpenRole(Role::kNriAgent);
+  ASSERT_NE(nri, nullptr);
+  EXPECT_FALSE(nri->IsStale());
+  {
+    RawFile raw(path_);
+    raw.header()->magic = 1;
+  }
+  OpenOptions dra = TestOptions(Role::kDraAgent);
+  dra.rebuild = [](const Status&) { return true; };
+  Result<std::unique_ptr<Segment>> rebuilt = Segment::Open(path_, dra);
+  ASSERT_THAT(rebuilt, IsOk());
+  EXPECT_TRUE(nri->IsStale());  // the nri-agent must reopen
+  nri.reset();
+  EXPECT_NE(OpenRole(Role::kNriAgent), nullptr);
+}
 
 TEST(SharedPoolTest, AllocatableMinusClaimsAndReservedUnlessStrict) {
   TopologySummary topo{};

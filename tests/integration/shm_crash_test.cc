@@ -205,9 +205,10 @@ TEST(ShmCrashTest, WritersKilledInsideTransactionsAreRecoveredAndReadersNeverSee
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
         << "run " << run << ": writer exited with status " << status << " instead of being killed";
 
-    // The next locker (here: the same role restarting) recovers.
-    Result<std::unique_ptr<Segment>> next =
-        Segment::Open(path, TestOptions(dra ? Role::kDraAgent : Role::kNriAgent));
+    // The next locker recovers: usually the same role restarting, every third run the peer.
+    const bool peer_recovers = run % 3 == 0;
+    const Role next_role = (dra != peer_recovers) ? Role::kDraAgent : Role::kNriAgent;
+    Result<std::unique_ptr<Segment>> next = Segment::Open(path, TestOptions(next_role));
     ASSERT_THAT(next, IsOk()) << "run " << run;
     if (const auto& rec = (*next)->open_recovery()) {
       owner_died += rec->owner_died;
@@ -245,6 +246,57 @@ TEST(ShmCrashTest, WritersKilledInsideTransactionsAreRecoveredAndReadersNeverSee
   const testing::ToolResult r = testing::RunTool({"verify", "--path", path});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("every invariant holds"));
+}
+
+}  // namespace
+}  // namespace dracpu::shm
+
+namespace dracpu::shm {
+namespace {
+
+// A holder dies, and the next locker gives up without making the mutex consistent: the mutex is
+// then unrecoverable (ENOTRECOVERABLE). Begin reports DATA_LOSS, and the dra-agent's Open hands
+// that to its rebuild callback, which replaces the segment.
+TEST(ShmCrashTest, UnrecoverableMutexIsReportedAndRebuilt) {
+  TempDir dir;
+  const std::string path = dir.File(SegmentFileName());
+  {
+    Result<std::unique_ptr<Segment>> dra = Segment::Open(path, TestOptions(Role::kDraAgent));
+    ASSERT_THAT(dra, IsOk());
+  }
+  auto* mutex_owner_died = testing::SharedBlock<std::atomic<int>>();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Result<std::unique_ptr<Segment>> nri = Segment::Open(path, TestOptions(Role::kNriAgent));
+    if (!nri.ok()) ::_exit(3);
+    Result<WriteTransaction> txn = (*nri)->Begin();
+    ::raise(SIGKILL);  // dies holding the mutex
+  }
+  testing::ChildGuard guard(child);
+  const int status = guard.Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  {
+    // A faulty locker: sees EOWNERDEAD and unlocks without pthread_mutex_consistent.
+    Result<ShmFile> f = ShmFile::Open(path, true);
+    ASSERT_THAT(f, IsOk());
+    ASSERT_THAT(f->Map(), IsOk());
+    auto* h = static_cast<SegmentHeader*>(f->data());
+    mutex_owner_died->store(pthread_mutex_lock(&h->lock.mutex));
+    pthread_mutex_unlock(&h->lock.mutex);
+  }
+  ASSERT_EQ(mutex_owner_died->load(), EOWNERDEAD);
+  OpenOptions nri = TestOptions(Role::kNriAgent);
+  EXPECT_THAT(Segment::Open(path, nri),
+              StatusIs(StatusCode::kDataLoss, ::testing::HasSubstr("mutex is not recoverable")));
+  OpenOptions dra = TestOptions(Role::kDraAgent);
+  dra.rebuild = [](const Status&) { return true; };
+  Result<std::unique_ptr<Segment>> rebuilt = Segment::Open(path, dra);
+  ASSERT_THAT(rebuilt, IsOk());
+  ASSERT_TRUE((*rebuilt)->rebuilt_because().has_value());
+  EXPECT_THAT(*(*rebuilt)->rebuilt_because(), StatusIs(StatusCode::kDataLoss));
+  Result<WriteTransaction> txn = (*rebuilt)->Begin();
+  EXPECT_THAT(txn, IsOk());
 }
 
 }  // namespace
