@@ -101,12 +101,12 @@ static_assert(sizeof(NodeMask) == 128);
 // One per agent role. Written by that agent (under the lock, except heartbeat_ns which it stores
 // atomically on its own), read by everyone.
 struct AgentRecord {
-  uint32_t pid;             // 0: the role never attached. PID in the agent's own namespace
-  uint32_t role;            // Role value (redundant with the index; a consistency check)
-  uint64_t pid_ns_inode;    // inode of the agent's /proc/self/ns/pid
-  uint64_t start_time_ns;   // CLOCK_REALTIME ns when the agent attached
-  uint64_t heartbeat_ns;    // CLOCK_BOOTTIME ns of the last heartbeat (atomic store)
-  uint64_t attach_count;    // times this role attached to this segment (restarts + 1)
+  uint32_t pid;            // 0: the role never attached. PID in the agent's own namespace
+  uint32_t role;           // Role value (redundant with the index; a consistency check)
+  uint64_t pid_ns_inode;   // inode of the agent's /proc/self/ns/pid
+  uint64_t start_time_ns;  // CLOCK_REALTIME ns when the agent attached
+  uint64_t heartbeat_ns;   // CLOCK_BOOTTIME ns of the last heartbeat (atomic store)
+  uint64_t attach_count;   // times this role attached to this segment (restarts + 1)
   uint8_t reserved0[24];
   char version[kVersionBytes];  // the agent's version string
   uint8_t reserved1[128];
@@ -197,7 +197,7 @@ static_assert(sizeof(TableDescriptor) == 64);
 
 // A prepared (or being prepared) ResourceClaim (writer: dra-agent).
 struct ClaimEntry {
-  char uid[kUidBytes];              // ResourceClaim metadata.uid; the key
+  char uid[kUidBytes];  // ResourceClaim metadata.uid; the key
   char namespace_[kNamespaceBytes];
   char name[kNameBytes];
   uint32_t state;          // ClaimState
@@ -207,8 +207,8 @@ struct ClaimEntry {
   uint64_t prepared_time_ns;  // CLOCK_REALTIME ns when the claim was reserved
   uint8_t reserved1[104];
   char request_names[kMaxRequestsPerClaim][kRequestNameBytes];  // the claim's request names
-  CpuSet cpus;     // the CPUs the claim holds
-  NodeMask mems;   // the NUMA nodes of those CPUs
+  CpuSet cpus;                                                  // the CPUs the claim holds
+  NodeMask mems;                                                // the NUMA nodes of those CPUs
   uint8_t reserved2[120];
   uint64_t checksum;  // Checksum() of the bytes before it
 
@@ -238,13 +238,13 @@ struct ContainerEntry {
   char pod_namespace[kNamespaceBytes];
   char pod_name[kNameBytes];
   char container_name[kContainerNameBytes];
-  uint32_t kind;         // ContainerKind
-  uint32_t claim_count;  // used entries of claim_uids (0 for shared containers)
+  uint32_t kind;             // ContainerKind
+  uint32_t claim_count;      // used entries of claim_uids (0 for shared containers)
   uint64_t updated_time_ns;  // CLOCK_REALTIME ns of the last placement
   uint8_t reserved0[48];
   char claim_uids[kMaxClaimsPerContainer][kUidBytes];  // claims the container consumes
-  CpuSet cpus;    // cpuset.cpus applied to the container
-  NodeMask mems;  // cpuset.mems applied; all zero: not set
+  CpuSet cpus;                                         // cpuset.cpus applied to the container
+  NodeMask mems;                                       // cpuset.mems applied; all zero: not set
   uint8_t reserved1[248];
   uint64_t checksum;
 
@@ -296,9 +296,9 @@ struct SegmentHeader {
   uint64_t identity_checksum;  // HashWords of bytes [0, offsetof(identity_checksum)), minor as 0
 
   // --- synchronization
-  MutexSlot lock;        // robust, process-shared; writers hold it for a transaction
-  uint64_t generation;   // seqlock: odd while a write is in progress; futex on its low 32 bits
-  uint32_t waiters;      // processes in WaitForChange (writers skip FUTEX_WAKE when 0)
+  MutexSlot lock;       // robust, process-shared; writers hold it for a transaction
+  uint64_t generation;  // seqlock: odd while a write is in progress; futex on its low 32 bits
+  uint32_t waiters;     // processes in WaitForChange (writers skip FUTEX_WAKE when 0)
   uint32_t reserved2;
   uint32_t claim_count;      // used claims entries, [0, claim_count)
   uint32_t container_count;  // used containers entries

@@ -48,8 +48,8 @@ namespace dracpu::shm {
 // Points inside a write where tests inject a SIGKILL (OpenOptions::kill_point).
 enum class KillPoint : int {
   kAfterGenerationOdd = 1,
-  kMidRecord = 2,       // half of an entry's words are written
-  kAfterRecord = 3,     // the entry is written, counts and index not yet
+  kMidRecord = 2,    // half of an entry's words are written
+  kAfterRecord = 3,  // the entry is written, counts and index not yet
   kAfterCount = 4,
   kAfterIndex = 5,
   kBeforeGenerationEven = 6,
@@ -60,8 +60,8 @@ using KillPointHook = void (*)(KillPoint);
 
 // What the locker found and did after a previous holder died.
 struct RecoveryReport {
-  bool owner_died = false;        // EOWNERDEAD (false: an odd generation without it)
-  bool torn = false;              // the generation was odd: a write was interrupted
+  bool owner_died = false;  // EOWNERDEAD (false: an odd generation without it)
+  bool torn = false;        // the generation was odd: a write was interrupted
   uint64_t generation_found = 0;
   std::vector<std::string> actions;  // one line per repaired or dropped record
 };
@@ -162,9 +162,11 @@ class Segment {
   // One claim / container by key, by the index (no full copy). nullopt when absent.
   // UNAVAILABLE when the generation stays odd past `timeout` (a writer died mid-write).
   Result<std::optional<ClaimEntry>> FindClaim(
-      std::string_view uid, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
+      std::string_view uid,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
   Result<std::optional<ContainerEntry>> FindContainer(
-      std::string_view id, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
+      std::string_view id,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
   // Blocks until the generation is even and differs from `seen`, or `timeout` passes
   // (DEADLINE_EXCEEDED). Returns the new generation. A read-only mapping cannot register as a
   // waiter, so there it re-checks every 20 ms instead of relying on the writer's wake.
@@ -202,7 +204,7 @@ class Segment {
   Role role_ = Role::kReader;
   ShmFile file_;
   SegmentIdentity identity_;
-  TableDescriptor claims_desc_{};      // validated local copies
+  TableDescriptor claims_desc_{};  // validated local copies
   TableDescriptor containers_desc_{};
   ClaimEntry* claims_ = nullptr;
   uint32_t* claims_index_ = nullptr;
@@ -239,7 +241,7 @@ class WriteTransaction {
   const ClaimEntry& claim_at(uint32_t i) const;  // i < claim_count(); valid until the next write
   // Union of every claim's CPUs, except the claim `except_uid` (for idempotent re-reserve).
   CpuSet ClaimedCpus(std::string_view except_uid = {}) const;
-  Status SetConfig(const ConfigSummary& config);      // dra-agent; checksum/time filled in
+  Status SetConfig(const ConfigSummary& config);        // dra-agent; checksum/time filled in
   Status SetTopology(const TopologySummary& topology);  // dra-agent
 
   // Containers and the shared pool (nri-agent).

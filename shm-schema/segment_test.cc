@@ -34,7 +34,8 @@ class RawFile {
     struct stat st;
     ::fstat(fd_, &st);
     size_ = static_cast<size_t>(st.st_size);
-    data_ = static_cast<uint8_t*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+    data_ =
+        static_cast<uint8_t*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
   }
   ~RawFile() {
     ::munmap(data_, size_);
@@ -283,7 +284,8 @@ TEST_F(SegmentTest, NextLockerRepairsATornWrite) {
   const RecoveryReport& r = *dra->open_recovery();
   EXPECT_TRUE(r.torn);
   EXPECT_FALSE(r.owner_died);
-  EXPECT_THAT(r.actions, ::testing::Contains(HasSubstr("claims[1] key=" + Uid(1) + ": checksum mismatch")));
+  EXPECT_THAT(r.actions,
+              ::testing::Contains(HasSubstr("claims[1] key=" + Uid(1) + ": checksum mismatch")));
   EXPECT_THAT(r.actions, ::testing::Contains(HasSubstr("claims[3] key=" + Uid(2) + ": duplicate")));
   Result<Snapshot> snap = dra->ReadSnapshot();
   ASSERT_THAT(snap, IsOk());
@@ -357,7 +359,8 @@ INSTANTIATE_TEST_SUITE_P(
                          r.header()->major = kLayoutMajor + 1;
                          r.header()->minor = 3;
                        },
-                       StatusCode::kFailedPrecondition, "has layout version 2.3, this binary reads 1.x"},
+                       StatusCode::kFailedPrecondition,
+                       "has layout version 2.3, this binary reads 1.x"},
         BadSegmentCase{"BadIdentityChecksum", [](RawFile& r) { r.header()->node_name[0] ^= 1; },
                        StatusCode::kDataLoss, "header identity checksum mismatch"},
         BadSegmentCase{"BadClaimChecksum", [](RawFile& r) { r.claim(0)->name[0] ^= 1; },
@@ -365,8 +368,8 @@ INSTANTIATE_TEST_SUITE_P(
                        "claims[0] uid=00000000-0000-0000-0000-000000000000: checksum mismatch"},
         BadSegmentCase{"CountOverCapacity", [](RawFile& r) { r.header()->claim_count = 1000; },
                        StatusCode::kDataLoss, "claim_count 1000 exceeds capacity 64"},
-        BadSegmentCase{"OtherBoot", &OtherBoot,
-                       StatusCode::kFailedPrecondition, "written in boot f1111111"}),
+        BadSegmentCase{"OtherBoot", &OtherBoot, StatusCode::kFailedPrecondition,
+                       "written in boot f1111111"}),
     [](const ::testing::TestParamInfo<BadSegmentCase>& info) { return info.param.name; });
 
 TEST_F(SegmentTest, NewerMinorOfTheSameMajorIsAccepted) {

@@ -235,12 +235,13 @@ TEST(ShmCrashTest, WritersKilledInsideTransactionsAreRecoveredAndReadersNeverSee
   EXPECT_GT(torn, kRuns / 4);
   RecordProperty("owner_died", owner_died);
   RecordProperty("torn", torn);
-  std::printf("%d runs (%d killed at a random time): %d EOWNERDEAD recoveries, %d torn writes, "
-              "%d entries dropped; reader: %llu snapshots, %llu lookups, %llu torn\n",
-              kRuns, timed_kills, owner_died, torn, repaired_entries,
-              static_cast<unsigned long long>(stats->snapshots.load()),
-              static_cast<unsigned long long>(stats->lookups.load()),
-              static_cast<unsigned long long>(stats->torn.load()));
+  std::printf(
+      "%d runs (%d killed at a random time): %d EOWNERDEAD recoveries, %d torn writes, "
+      "%d entries dropped; reader: %llu snapshots, %llu lookups, %llu torn\n",
+      kRuns, timed_kills, owner_died, torn, repaired_entries,
+      static_cast<unsigned long long>(stats->snapshots.load()),
+      static_cast<unsigned long long>(stats->lookups.load()),
+      static_cast<unsigned long long>(stats->torn.load()));
 
   // The tool agrees.
   const testing::ToolResult r = testing::RunTool({"verify", "--path", path});
