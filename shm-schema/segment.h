@@ -1,9 +1,10 @@
 // Segment: an attached dracpu shared-memory segment, the state both agents share.
 //
 // Claim lifetime across the two agents (the one place it is written down):
-//  * dra-agent Prepare: in one transaction checks the claim's CPUs against every other claim and
-//    the shared-pool floor and records it kReserved, writes the CDI spec, then marks it kPrepared
-//    and acknowledges. Idempotent: the same uid again returns what is recorded.
+//  * dra-agent Prepare: in one transaction WriteTransaction::ReserveClaim checks the claim's CPUs
+//    against every other claim, allocatable and the shared-pool floor and records it kReserved;
+//    the agent writes the CDI spec, then ReserveClaim again with kPrepared, and acknowledges.
+//    Idempotent: the same uid with the same CPUs succeeds again.
 //  * nri-agent CreateContainer: reads the claims table (FindClaim, lock-free), refuses a
 //    DRA_CPUSET_<uid> whose claim is absent or whose CPUs differ, records the container
 //    (kExclusive, claim uids, applied CPUs) and shrinks the shared pool.
@@ -241,6 +242,14 @@ class WriteTransaction {
   const ClaimEntry& claim_at(uint32_t i) const;  // i < claim_count(); valid until the next write
   // Union of every claim's CPUs, except the claim `except_uid` (for idempotent re-reserve).
   CpuSet ClaimedCpus(std::string_view except_uid = {}) const;
+  // dra-agent Prepare, checked and atomic: records `spec` only if it fits. Idempotent: the same
+  // uid with the same CPUs succeeds (and updates the other fields, e.g. state); with other CPUs
+  // ALREADY_EXISTS. FAILED_PRECONDITION when a CPU is held by another claim (naming it) or, once
+  // the topology is published, is not allocatable; RESOURCE_EXHAUSTED when the shared pool would
+  // fall below the floor (config min_shared_cpus, and never empty) or the table is full.
+  Status ReserveClaim(const ClaimSpec& spec);
+  // The shared pool the claims imply now (ComputeSharedPool over this segment's records).
+  CpuSet ImpliedSharedPool() const;
   Status SetConfig(const ConfigSummary& config);        // dra-agent; checksum/time filled in
   Status SetTopology(const TopologySummary& topology);  // dra-agent
 

@@ -402,6 +402,69 @@ TEST_F(SegmentTest, PeerSeesItsSegmentWasRebuilt) {
   EXPECT_NE(OpenRole(Role::kNriAgent), nullptr);
 }
 
+// ReserveClaim on a node of CPUs 0-7, CPU 0 reserved (strict), floor 2, claim 1 holding {1, 2}.
+struct ReserveCase {
+  const char* name;
+  ClaimSpec spec;
+  StatusCode code;
+  const char* message;  // substring; "" for OK
+};
+
+class ReserveClaimTest : public SegmentTest, public ::testing::WithParamInterface<ReserveCase> {};
+
+TEST_P(ReserveClaimTest, ChecksOverlapAllocatableAndFloor) {
+  auto dra = OpenDra();
+  Result<WriteTransaction> txn = dra->Begin();
+  ASSERT_THAT(txn, IsOk());
+  TopologySummary topo{};
+  topo.online = CpuSet::Range(0, 7);
+  topo.reserved = CpuSet{0};
+  topo.allocatable = CpuSet::Range(1, 7);
+  ASSERT_THAT(txn->SetTopology(topo), IsOk());
+  ConfigSummary config{};
+  config.flags = kConfigStrictCpuReservation;
+  config.min_shared_cpus = 2;
+  ASSERT_THAT(txn->SetConfig(config), IsOk());
+  ASSERT_THAT(txn->ReserveClaim(TestClaim(1, CpuSet{1, 2})), IsOk());
+  const ReserveCase& c = GetParam();
+  const uint32_t before = txn->claim_count();
+  const Status st = txn->ReserveClaim(c.spec);
+  if (c.code == StatusCode::kOk) {
+    EXPECT_THAT(st, IsOk());
+    ASSERT_TRUE(txn->FindClaim(c.spec.uid).has_value());
+    EXPECT_EQ(txn->FindClaim(c.spec.uid)->State(), c.spec.state);
+  } else {
+    EXPECT_THAT(st, StatusIs(c.code, HasSubstr(c.message)));
+    EXPECT_EQ(txn->claim_count(), before);
+    EXPECT_EQ(txn->FindClaim(Uid(1))->cpus, (CpuSet{1, 2}));
+  }
+}
+
+ClaimSpec Reserved(int i, CpuSet cpus, ClaimState state = ClaimState::kReserved) {
+  ClaimSpec c = TestClaim(i, cpus);
+  c.state = state;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ReserveClaimTest,
+    ::testing::Values(
+        ReserveCase{"Fits", Reserved(2, CpuSet{3, 4}), StatusCode::kOk, ""},
+        ReserveCase{"SameClaimSameCpusIsIdempotent",
+                    Reserved(1, CpuSet{1, 2}, ClaimState::kPrepared), StatusCode::kOk, ""},
+        ReserveCase{"SameClaimOtherCpus", Reserved(1, CpuSet{3}), StatusCode::kAlreadyExists,
+                    "already holds CPUs 1-2, not 3"},
+        ReserveCase{"Overlap", Reserved(2, CpuSet{2, 3}), StatusCode::kFailedPrecondition,
+                    "CPUs 2 are held by claim 00000000-0000-0000-0000-000000000001 (ns/claim-1)"},
+        ReserveCase{"Reserved", Reserved(2, CpuSet{0}), StatusCode::kFailedPrecondition,
+                    "CPUs 0 are not allocatable"},
+        ReserveCase{"Offline", Reserved(2, CpuSet{9}), StatusCode::kFailedPrecondition,
+                    "CPUs 9 are not allocatable"},
+        ReserveCase{"Floor", Reserved(2, CpuSet::Range(3, 6)), StatusCode::kResourceExhausted,
+                    "the shared pool would shrink to 1 CPUs (7), below the floor of 2"},
+        ReserveCase{"Empty", Reserved(2, CpuSet{}), StatusCode::kInvalidArgument, "no CPUs"}),
+    [](const ::testing::TestParamInfo<ReserveCase>& info) { return info.param.name; });
+
 TEST(SharedPoolTest, AllocatableMinusClaimsAndReservedUnlessStrict) {
   TopologySummary topo{};
   topo.online = CpuSet::Range(0, 7);

@@ -1,4 +1,6 @@
 // WriteTransaction and the generic dense-table + index operations behind it.
+#include <algorithm>
+
 #include "shm-schema/atomic_copy.h"
 #include "shm-schema/checksum.h"
 #include "shm-schema/segment.h"
@@ -230,6 +232,50 @@ CpuSet WriteTransaction::ClaimedCpus(std::string_view except_uid) const {
     all |= e.cpus;
   }
   return all;
+}
+
+Status WriteTransaction::ReserveClaim(const ClaimSpec& spec) {
+  RETURN_IF_ERROR(RequireRole(Role::kDraAgent, "the claims table"));
+  ASSIGN_OR_RETURN(ClaimEntry entry, EncodeClaim(spec));
+  const std::string who = "claim " + spec.uid + " (" + spec.namespace_ + "/" + spec.name + ")";
+  if (spec.cpus.Empty()) return InvalidArgumentError(who + ": no CPUs");
+  if (std::optional<ClaimEntry> existing = FindClaim(spec.uid)) {
+    if (!(existing->cpus == spec.cpus)) {
+      return AlreadyExistsError(who + " already holds CPUs " + existing->cpus.ToListString() +
+                                ", not " + spec.cpus.ToListString());
+    }
+    return UpsertClaimEntry(entry);  // idempotent re-prepare (state or fields may change)
+  }
+  for (uint32_t i = 0; i < claim_count(); ++i) {
+    const ClaimEntry& other = segment_->claims_[i];
+    if (other.cpus.Intersects(spec.cpus)) {
+      return FailedPreconditionError(who + ": CPUs " + (other.cpus & spec.cpus).ToListString() +
+                                     " are held by claim " + std::string(other.Uid()) + " (" +
+                                     std::string(other.Namespace()) + "/" +
+                                     std::string(other.Name()) + ")");
+    }
+  }
+  const TopologySummary& topo = topology();
+  if (topo.updated_time_ns != 0) {
+    if (!spec.cpus.IsSubsetOf(topo.allocatable)) {
+      return FailedPreconditionError(
+          who + ": CPUs " + (spec.cpus - topo.allocatable).ToListString() + " are not allocatable");
+    }
+    const CpuSet pool_after = ImpliedSharedPool() - spec.cpus;
+    const uint32_t floor = std::max<uint32_t>(config().min_shared_cpus, 1);
+    if (static_cast<uint32_t>(pool_after.Count()) < floor) {
+      return ResourceExhaustedError(
+          who + ": the shared pool would shrink to " + std::to_string(pool_after.Count()) +
+          " CPUs (" + pool_after.ToListString() + "), below the floor of " + std::to_string(floor));
+    }
+  }
+  return UpsertClaimEntry(entry);
+}
+
+CpuSet WriteTransaction::ImpliedSharedPool() const {
+  CpuSet pool = topology().allocatable;
+  if ((config().flags & kConfigStrictCpuReservation) == 0) pool |= topology().reserved;
+  return pool - ClaimedCpus();
 }
 
 Status WriteTransaction::SetConfig(const ConfigSummary& config) {
