@@ -81,9 +81,14 @@ class Fixture {
   std::unique_ptr<Segment> dra_;
 };
 
+std::unique_ptr<Fixture>& FixturePtr() {
+  static std::unique_ptr<Fixture> f;
+  return f;
+}
+
 Fixture& F() {
-  static Fixture* f = new Fixture();
-  return *f;
+  if (!FixturePtr()) FixturePtr() = std::make_unique<Fixture>();
+  return *FixturePtr();
 }
 
 void BM_WriteTransactionOneClaim(benchmark::State& state) {
@@ -288,5 +293,6 @@ int main(int argc, char** argv) {
   dracpu::shm::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  dracpu::shm::FixturePtr().reset();  // removes the temp directory
   return 0;
 }
