@@ -125,6 +125,16 @@ struct SnapshotOptions {
   bool allow_inconsistent = false;
 };
 
+// What one agent role looks like from the segment (for health checks and dracpu-shm).
+struct AgentStatus {
+  bool attached = false;  // the role has attached to this segment at least once
+  bool live = false;      // its process holds the role lock now
+  uint32_t pid = 0;       // in the agent's PID namespace
+  // Time since its last Heartbeat(); nullopt when it never beat.
+  std::optional<std::chrono::nanoseconds> heartbeat_age;
+  std::string version;
+};
+
 class WriteTransaction;
 
 class Segment {
@@ -174,6 +184,9 @@ class Segment {
   Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout) const;
   // Whether the other role's agent process is alive (holds its role lock).
   Result<bool> RoleLive(Role role) const;
+  // Liveness and heartbeat age of an agent role (e.g. the dra-agent's health check of the
+  // nri-agent: live and heartbeat_age under 30 s).
+  Result<AgentStatus> GetAgentStatus(Role role) const;
 
   // --- writers (Role::kDraAgent / Role::kNriAgent)
   // Locks the segment for a transaction (recovering from a dead owner first).

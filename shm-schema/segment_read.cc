@@ -184,4 +184,20 @@ Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds 
   return result;
 }
 
+Result<AgentStatus> Segment::GetAgentStatus(Role role) const {
+  if (role == Role::kReader) return InvalidArgumentError("the reader role has no agent record");
+  AgentRecord rec{};
+  CopyOut(rec, header()->agents[static_cast<int>(role)]);  // word-atomic; fields are independent
+  AgentStatus st;
+  st.attached = rec.pid != 0;
+  st.pid = rec.pid;
+  st.version = CString(rec.version, sizeof rec.version);
+  ASSIGN_OR_RETURN(st.live, RoleLive(role));
+  const uint64_t now = BoottimeNs();
+  if (rec.heartbeat_ns != 0 && rec.heartbeat_ns <= now) {
+    st.heartbeat_age = std::chrono::nanoseconds(now - rec.heartbeat_ns);
+  }
+  return st;
+}
+
 }  // namespace dracpu::shm

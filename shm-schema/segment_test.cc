@@ -254,13 +254,29 @@ TEST_F(SegmentTest, WaitForChangeWakesOnCommitAndTimesOut) {
   EXPECT_EQ(*g % 2, 0u);
 }
 
-TEST_F(SegmentTest, HeartbeatAdvances) {
+TEST_F(SegmentTest, HeartbeatAdvancesAndAgentStatusShowsIt) {
   auto dra = OpenDra();
   auto reader = OpenRole(Role::kReader);
   const uint64_t before = reader->ReadSnapshot()->agents[0].heartbeat_ns;
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Result<AgentStatus> stale = reader->GetAgentStatus(Role::kDraAgent);
+  ASSERT_THAT(stale, IsOk());
+  ASSERT_TRUE(stale->heartbeat_age.has_value());
+  EXPECT_GE(*stale->heartbeat_age, std::chrono::milliseconds(20));
   dra->Heartbeat();
   EXPECT_GT(reader->ReadSnapshot()->agents[0].heartbeat_ns, before);
+  Result<AgentStatus> st = reader->GetAgentStatus(Role::kDraAgent);
+  ASSERT_THAT(st, IsOk());
+  EXPECT_TRUE(st->attached);
+  EXPECT_TRUE(st->live);
+  EXPECT_EQ(st->pid, static_cast<uint32_t>(::getpid()));
+  EXPECT_EQ(st->version, "test");
+  EXPECT_LT(*st->heartbeat_age, std::chrono::seconds(5));  // just beat (loose: shared CI box)
+  Result<AgentStatus> nri = reader->GetAgentStatus(Role::kNriAgent);
+  ASSERT_THAT(nri, IsOk());
+  EXPECT_FALSE(nri->attached);
+  EXPECT_FALSE(nri->live);
+  EXPECT_FALSE(nri->heartbeat_age.has_value());
 }
 
 // A torn write left behind (odd generation, a damaged entry, a duplicate from an interrupted
