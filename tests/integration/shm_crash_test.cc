@@ -302,3 +302,60 @@ TEST(ShmCrashTest, UnrecoverableMutexIsReportedAndRebuilt) {
 
 }  // namespace
 }  // namespace dracpu::shm
+
+namespace dracpu::shm {
+namespace {
+
+void KillMidRecord(KillPoint p) {
+  if (p == KillPoint::kMidRecord) ::raise(SIGKILL);
+}
+
+// What an operator sees on a node where a writer died mid-write and no agent has locked since:
+// verify fails saying so, dump marks the copy inconsistent; once an agent locks (repairs), both
+// are clean again.
+TEST(ShmCrashTest, ToolReportsATornSegmentUntilAnAgentRepairsIt) {
+  TempDir dir;
+  const std::string path = dir.File(SegmentFileName());
+  {
+    Result<std::unique_ptr<Segment>> dra = Segment::Open(path, TestOptions(Role::kDraAgent));
+    ASSERT_THAT(dra, IsOk());
+    Result<WriteTransaction> txn = (*dra)->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(txn->UpsertClaim(PatternClaim(1, 1)), IsOk());
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    OpenOptions o = TestOptions(Role::kDraAgent);
+    o.kill_point = &KillMidRecord;
+    Result<std::unique_ptr<Segment>> dra = Segment::Open(path, o);
+    if (!dra.ok()) ::_exit(3);
+    Result<WriteTransaction> txn = (*dra)->Begin();
+    (void)txn->UpsertClaim(PatternClaim(1, 2));  // killed half-way through the entry
+    ::_exit(4);
+  }
+  testing::ChildGuard guard(child);
+  const int status = guard.Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+
+  testing::ToolResult r = testing::RunTool({"verify", "--path", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("no consistent snapshot"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("checksum mismatch"));  // the torn claim itself
+  r = testing::RunTool({"dump", "--path", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("INCONSISTENT"));
+
+  Result<std::unique_ptr<Segment>> dra = Segment::Open(path, TestOptions(Role::kDraAgent));
+  ASSERT_THAT(dra, IsOk());
+  ASSERT_TRUE((*dra)->open_recovery().has_value());
+  EXPECT_TRUE((*dra)->open_recovery()->owner_died);
+  EXPECT_TRUE((*dra)->open_recovery()->torn);
+  EXPECT_THAT((*dra)->open_recovery()->actions,
+              ::testing::Contains(::testing::HasSubstr("claims[0] key=" + Uid(1))));
+  r = testing::RunTool({"verify", "--path", path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace dracpu::shm
