@@ -270,6 +270,27 @@ static_assert(offsetof(ContainerEntry, mems) == 2176);
 static_assert(offsetof(ContainerEntry, checksum) == 2552);
 static_assert(sizeof(ContainerEntry) == 2560);
 
+// Before a writer overwrites a used entry in place (an update, or a remove moving the last entry
+// into the hole) it saves the entry here under the same odd generation. If it dies mid-overwrite,
+// recovery restores the saved version instead of dropping the damaged entry, so an update or a
+// remove is never half-applied and a claim is never lost to a torn overwrite. Writer: whoever
+// holds the mutex; readers ignore it.
+struct UndoRecord {
+  uint32_t table;       // 0: empty, 1: claims, 2: containers
+  uint32_t position;    // index of the entry being overwritten
+  uint64_t generation;  // the odd generation of the write that saved it; stored last
+  uint8_t reserved[48];
+  uint64_t entry_words[sizeof(ContainerEntry) / 8];  // the saved ClaimEntry or ContainerEntry
+};
+static_assert(offsetof(UndoRecord, table) == 0);
+static_assert(offsetof(UndoRecord, position) == 4);
+static_assert(offsetof(UndoRecord, generation) == 8);
+static_assert(offsetof(UndoRecord, entry_words) == 64);
+static_assert(sizeof(ContainerEntry) >= sizeof(ClaimEntry));
+static_assert(sizeof(UndoRecord) == 2624);
+inline constexpr uint32_t kUndoClaims = 1;
+inline constexpr uint32_t kUndoContainers = 2;
+
 // The robust, process-shared mutex, padded to a cache line of its own.
 union MutexSlot {
   pthread_mutex_t mutex;
@@ -310,7 +331,8 @@ struct SegmentHeader {
   SharedPoolRecord shared_pool;     // writer: nri-agent
   uint8_t reserved4[192];
   TopologySummary topology;  // writer: dra-agent
-  uint8_t reserved5[10176];
+  UndoRecord undo;           // writer: the mutex holder
+  uint8_t reserved5[7552];
 };
 static_assert(offsetof(SegmentHeader, magic) == 0);
 static_assert(offsetof(SegmentHeader, major) == 8);
@@ -332,6 +354,7 @@ static_assert(offsetof(SegmentHeader, agents) == 1152);
 static_assert(offsetof(SegmentHeader, config) == 1664);
 static_assert(offsetof(SegmentHeader, shared_pool) == 1792);
 static_assert(offsetof(SegmentHeader, topology) == 3072);
+static_assert(offsetof(SegmentHeader, undo) == 6208);
 static_assert(sizeof(SegmentHeader) == kHeaderBytes);
 
 static_assert(std::is_standard_layout_v<SegmentHeader>);

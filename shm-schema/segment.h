@@ -22,11 +22,13 @@
 // transactions of one Segment must not overlap in one thread (the mutex is not recursive).
 //
 // Crashes: a writer that dies holding the mutex leaves EOWNERDEAD to the next locker, which
-// repairs before its own transaction: odd generation = torn write; every used entry's checksum
-// is verified; damaged or duplicate entries are dropped (one line each in RecoveryReport, for the
-// caller to log; the dra-agent re-adds claims from its CDI files); indexes are rebuilt; then
-// pthread_mutex_consistent. Note: an entry overwritten in place when its writer died is dropped,
-// not rolled back; the durable sources (CDI files, NRI Synchronize) restore it.
+// repairs before its own transaction: odd generation = torn write; an entry whose in-place
+// overwrite was interrupted is restored from the undo record (the version saved just before);
+// every used entry's checksum is verified; damaged or duplicate entries are dropped (one line
+// each in RecoveryReport, for the caller to log; the dra-agent re-adds claims from its CDI
+// files); indexes are rebuilt; then pthread_mutex_consistent. A transaction is not atomic as a
+// whole: its completed operations stay, the interrupted one is rolled back or (for an insert)
+// never becomes visible.
 #pragma once
 
 #include <chrono>
@@ -207,6 +209,7 @@ class Segment {
   Status AttachWriter(const OpenOptions& options);
   Status CheckPeerNamespace() const;
   Result<RecoveryReport> Repair(bool owner_died);
+  void RestoreFromUndo(SegmentHeader* h, RecoveryReport& report);
   Status VerifyRecordsLocked() const;
   void RebuildClaimsIndexLocked();
   void RebuildContainersIndexLocked();

@@ -1,4 +1,7 @@
 // Recovery after a writer died holding the mutex (EOWNERDEAD) or left a torn write.
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
 #include <unordered_map>
 
 #include "shm-schema/atomic_copy.h"
@@ -77,6 +80,31 @@ void CompactTable(Entry* entries, uint32_t* count, uint32_t capacity, const char
 
 }  // namespace
 
+void Segment::RestoreFromUndo(SegmentHeader* h, RecoveryReport& report) {
+  const UndoRecord& u = h->undo;
+  if (u.generation != report.generation_found) return;  // saved by an earlier, committed write
+  auto restore = [&](auto* entries, uint32_t count, const char* table, auto check, auto key) {
+    using Entry = std::remove_pointer_t<decltype(entries)>;
+    if (u.position >= count) return;
+    Entry saved;
+    std::memcpy(&saved, u.entry_words, sizeof saved);
+    if (!check(saved).ok()) return;  // the save itself was interrupted: the entry was untouched
+    const Status current = check(entries[u.position]);
+    if (current.ok()) return;  // the overwrite completed
+    CopyIn(entries[u.position], saved);
+    report.actions.push_back(std::string(table) + "[" + std::to_string(u.position) +
+                             "] key=" + std::string(key(saved)) + ": " + current.message() +
+                             " (overwrite interrupted); restored the version saved before it");
+  };
+  if (u.table == kUndoClaims) {
+    restore(claims_, std::min(h->claim_count, claims_desc_.capacity), "claims", CheckClaimEntry,
+            [](const ClaimEntry& e) { return e.Uid(); });
+  } else if (u.table == kUndoContainers) {
+    restore(containers_, std::min(h->container_count, containers_desc_.capacity), "containers",
+            CheckContainerEntry, [](const ContainerEntry& e) { return e.Id(); });
+  }
+}
+
 Result<RecoveryReport> Segment::Repair(bool owner_died) {
   SegmentHeader* h = header();
   RecoveryReport report;
@@ -92,6 +120,7 @@ Result<RecoveryReport> Segment::Repair(bool owner_died) {
     report.actions.push_back("generation " + std::to_string(report.generation_found) +
                              " was odd: a write was interrupted; checking every record");
   }
+  if (report.torn) RestoreFromUndo(h, report);
   CompactTable(
       claims_, &h->claim_count, claims_desc_.capacity, "claims", CheckClaimEntry,
       [](const ClaimEntry& e) { return std::string(CString(e.uid, kUidBytes)); }, report.actions);
@@ -104,6 +133,7 @@ Result<RecoveryReport> Segment::Repair(bool owner_died) {
       report.actions);
   RebuildClaimsIndexLocked();
   RebuildContainersIndexLocked();
+  StoreWord(&h->undo.generation, 0);
   auto reset_if_bad = [&](auto& rec, const char* what) {
     if (rec.updated_time_ns == 0 && rec.checksum == 0) return;
     const uint64_t sum = RecordChecksum(rec);

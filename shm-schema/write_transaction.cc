@@ -126,17 +126,30 @@ void WriteEntry(Entry& shared, const Entry& local, const WriteTransaction* txn,
 
 }  // namespace
 
+// Saves `current` (entry `position` of `table`) in the undo record before it is overwritten.
+template <typename Entry>
+void SaveUndo(SegmentHeader* h, uint32_t table, uint32_t position, const Entry& current) {
+  UndoRecord& u = h->undo;
+  StoreWord(&u.generation, 0);  // invalid while it is being written
+  CopyWordsIn(u.entry_words, reinterpret_cast<const uint64_t*>(&current), sizeof(Entry) / 8);
+  StoreWord32(&u.table, table);
+  StoreWord32(&u.position, position);
+  StoreWord(&u.generation, Gen(h).load(std::memory_order_relaxed));
+}
+
 // The generic table operations, shared by claims and containers.
 struct TableOps {
   template <typename Entry, typename KeyOf>
-  static Status Upsert(WriteTransaction& txn, Entry entry, Entry* entries, uint32_t* index,
-                       uint32_t* count, const TableDescriptor& d, KeyOf key_of, const char* table) {
+  static Status Upsert(WriteTransaction& txn, SegmentHeader* h, uint32_t undo_table, Entry entry,
+                       Entry* entries, uint32_t* index, uint32_t* count, const TableDescriptor& d,
+                       KeyOf key_of, const char* table) {
     const std::string_view key = key_of(entry);
     uint32_t slot = 0;
     const int64_t found = WriterFindSlot(index, entries, d, key, key_of, &slot);
     auto hook = [](const WriteTransaction* t, KillPoint p) { t->Hook(p); };
     if (found >= 0) {
       txn.MarkWriting();
+      SaveUndo(h, undo_table, static_cast<uint32_t>(found), entries[found]);
       WriteEntry(entries[found], entry, &txn, hook);
       txn.Hook(KillPoint::kAfterRecord);
       return Status::Ok();
@@ -158,9 +171,9 @@ struct TableOps {
   }
 
   template <typename Entry, typename KeyOf>
-  static Result<bool> Remove(WriteTransaction& txn, std::string_view key, Entry* entries,
-                             uint32_t* index, uint32_t* count, const TableDescriptor& d,
-                             KeyOf key_of) {
+  static Result<bool> Remove(WriteTransaction& txn, SegmentHeader* h, uint32_t undo_table,
+                             std::string_view key, Entry* entries, uint32_t* index, uint32_t* count,
+                             const TableDescriptor& d, KeyOf key_of) {
     uint32_t slot = 0;
     const int64_t found = WriterFindSlot(index, entries, d, key, key_of, &slot);
     if (found < 0) return false;
@@ -174,6 +187,7 @@ struct TableOps {
       uint32_t last_slot = 0;
       WriterFindSlot(index, entries, d, key_of(entries[last]), key_of, &last_slot);
       auto hook = [](const WriteTransaction* t, KillPoint p) { t->Hook(p); };
+      SaveUndo(h, undo_table, i, entries[i]);
       WriteEntry(entries[i], entries[last], &txn, hook);
       txn.Hook(KillPoint::kAfterRecord);
       StoreWord32(&index[last_slot], i + 1);
@@ -201,15 +215,15 @@ Status WriteTransaction::UpsertClaimEntry(const ClaimEntry& entry) {
   if (Status st = CheckClaimFields(e); !st.ok())
     return st.WithContext("claim " + std::string(e.Uid()));
   Segment* s = segment_;
-  return TableOps::Upsert(*this, e, s->claims_, s->claims_index_, &s->header()->claim_count,
-                          s->claims_desc_, ClaimKey, "claims");
+  return TableOps::Upsert(*this, s->header(), kUndoClaims, e, s->claims_, s->claims_index_,
+                          &s->header()->claim_count, s->claims_desc_, ClaimKey, "claims");
 }
 
 Result<bool> WriteTransaction::RemoveClaim(std::string_view uid) {
   RETURN_IF_ERROR(RequireRole(Role::kDraAgent, "the claims table"));
   Segment* s = segment_;
-  return TableOps::Remove(*this, uid, s->claims_, s->claims_index_, &s->header()->claim_count,
-                          s->claims_desc_, ClaimKey);
+  return TableOps::Remove(*this, s->header(), kUndoClaims, uid, s->claims_, s->claims_index_,
+                          &s->header()->claim_count, s->claims_desc_, ClaimKey);
 }
 
 std::optional<ClaimEntry> WriteTransaction::FindClaim(std::string_view uid) const {
@@ -311,16 +325,17 @@ Status WriteTransaction::UpsertContainerEntry(const ContainerEntry& entry) {
     return st.WithContext("container " + std::string(e.Id()));
   }
   Segment* s = segment_;
-  return TableOps::Upsert(*this, e, s->containers_, s->containers_index_,
-                          &s->header()->container_count, s->containers_desc_, ContainerKey,
-                          "containers");
+  return TableOps::Upsert(*this, s->header(), kUndoContainers, e, s->containers_,
+                          s->containers_index_, &s->header()->container_count, s->containers_desc_,
+                          ContainerKey, "containers");
 }
 
 Result<bool> WriteTransaction::RemoveContainer(std::string_view id) {
   RETURN_IF_ERROR(RequireRole(Role::kNriAgent, "the containers table"));
   Segment* s = segment_;
-  return TableOps::Remove(*this, id, s->containers_, s->containers_index_,
-                          &s->header()->container_count, s->containers_desc_, ContainerKey);
+  return TableOps::Remove(*this, s->header(), kUndoContainers, id, s->containers_,
+                          s->containers_index_, &s->header()->container_count, s->containers_desc_,
+                          ContainerKey);
 }
 
 std::optional<ContainerEntry> WriteTransaction::FindContainer(std::string_view id) const {
