@@ -1,5 +1,7 @@
 #include "shm-schema/checksum.h"
 
+#include "shm-schema/atomic_copy.h"
+
 namespace dracpu::shm {
 namespace {
 
@@ -31,6 +33,16 @@ uint64_t HashKey(std::string_view key) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, then a final mix
   for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ULL;
   return Mix(h);
+}
+
+uint64_t HeaderIdentityChecksum(const SegmentHeader& h) {
+  constexpr size_t kWords = offsetof(SegmentHeader, identity_checksum) / 8;
+  uint64_t words[kWords];
+  CopyWordsOut(words, reinterpret_cast<const uint64_t*>(&h), kWords);
+  static_assert(offsetof(SegmentHeader, major) == 8 && offsetof(SegmentHeader, minor) == 12);
+  words[1] &= 0xffffffffULL;  // word 1 = major (low half) | minor (high half): drop minor
+  const uint64_t s = HashWords(words, kWords);
+  return s == 0 ? 1 : s;
 }
 
 }  // namespace dracpu::shm

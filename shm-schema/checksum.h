@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "shm-schema/layout.h"
+
 namespace dracpu::shm {
 
 // Hash of `words` 64-bit words.
@@ -23,5 +25,10 @@ uint64_t RecordChecksum(const T& record) {
   const uint64_t h = HashWords(reinterpret_cast<const uint64_t*>(&record), sizeof(T) / 8 - 1);
   return h == 0 ? 1 : h;
 }
+
+// SegmentHeader::identity_checksum: the hash of bytes [0, offsetof(identity_checksum)) with
+// `minor` taken as 0, so a newer writer raising `minor` never changes it (the identity is
+// immutable after creation and a concurrent attach cannot see a half-updated pair). Never 0.
+uint64_t HeaderIdentityChecksum(const SegmentHeader& header);
 
 }  // namespace dracpu::shm

@@ -56,20 +56,18 @@ int OpenFailure(const Status& st, const std::string& path) {
   return 1;
 }
 
-DumpContext Context(const Segment& seg, const Snapshot& snap) {
+DumpContext Context(const Segment& seg) {
   DumpContext ctx;
   ctx.path = seg.path();
   ctx.now_realtime_ns = RealtimeNs();
-  const uint64_t now = BoottimeNs();
   for (int r = 0; r < kAgentRoles; ++r) {
-    const AgentRecord& a = snap.agents[r];
+    const Result<AgentStatus> st = seg.GetAgentStatus(static_cast<Role>(r));
+    if (!st.ok()) continue;
     AgentLiveness& l = ctx.agents[r];
-    l.attached = a.pid != 0;
-    const Result<bool> live = seg.RoleLive(static_cast<Role>(r));
-    l.live = live.ok() && *live;
-    if (a.heartbeat_ns != 0 && a.heartbeat_ns <= now) {
-      l.heartbeat_age_s = static_cast<double>(now - a.heartbeat_ns) / 1e9;
-    }
+    l.attached = st->attached;
+    l.live = st->live;
+    if (st->heartbeat_age)
+      l.heartbeat_age_s = static_cast<double>(st->heartbeat_age->count()) / 1e9;
   }
   return ctx;
 }
@@ -85,7 +83,7 @@ int Dump(const Args& args) {
   for (long printed = 0;;) {
     const Status st = (*seg)->ReadSnapshotInto(snap, so);
     if (!st.ok()) return OpenFailure(st, args.path);
-    const DumpContext ctx = Context(**seg, snap);
+    const DumpContext ctx = Context(**seg);
     const std::string text = args.json ? FormatJson(snap, ctx) : FormatText(snap, ctx);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);

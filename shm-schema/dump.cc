@@ -109,8 +109,8 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
                 s.identity.containers_capacity);
   out += line;
   if (!s.containers.empty()) {
-    std::snprintf(line, sizeof line, "  %-16s %-44s %-9s %-20s %s\n", "ID", "POD/CONTAINER",
-                  "KIND", "CPUS", "CLAIMS");
+    std::snprintf(line, sizeof line, "  %-16s %-44s %-9s %-20s %s\n", "ID", "POD/CONTAINER", "KIND",
+                  "CPUS", "CLAIMS");
     out += line;
   }
   for (const auto& c : s.containers) {
@@ -133,31 +133,50 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
 std::string FormatJson(const Snapshot& s, const DumpContext& ctx) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
-  auto str = [&w](std::string_view v) { w.String(v.data(), static_cast<rapidjson::SizeType>(v.size())); };
+  auto str = [&w](std::string_view v) {
+    w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+  };
   auto key = [&](const char* k) { w.Key(k); };
   w.StartObject();
-  key("path"); str(ctx.path);
-  key("layoutMajor"); w.Uint(s.identity.major);
-  key("layoutMinor"); w.Uint(s.identity.minor);
-  key("generation"); w.Uint64(s.generation);
-  key("consistent"); w.Bool(s.consistent);
-  key("nodeName"); str(s.identity.node_name);
-  key("bootId"); str(s.identity.boot_id);
-  key("createdTimeNs"); w.Uint64(s.identity.created_time_ns);
+  key("path");
+  str(ctx.path);
+  key("layoutMajor");
+  w.Uint(s.identity.major);
+  key("layoutMinor");
+  w.Uint(s.identity.minor);
+  key("generation");
+  w.Uint64(s.generation);
+  key("consistent");
+  w.Bool(s.consistent);
+  key("nodeName");
+  str(s.identity.node_name);
+  key("bootId");
+  str(s.identity.boot_id);
+  key("createdTimeNs");
+  w.Uint64(s.identity.created_time_ns);
   key("agents");
   w.StartArray();
   for (int r = 0; r < kAgentRoles; ++r) {
     const AgentRecord& a = s.agents[r];
     w.StartObject();
-    key("role"); str(RoleName(static_cast<Role>(r)));
-    key("attached"); w.Bool(ctx.agents[r].attached);
-    key("live"); w.Bool(ctx.agents[r].live);
-    key("pid"); w.Uint(a.pid);
-    key("pidNamespaceInode"); w.Uint64(a.pid_ns_inode);
-    key("startTimeNs"); w.Uint64(a.start_time_ns);
-    key("heartbeatAgeSeconds"); w.Double(ctx.agents[r].heartbeat_age_s);
-    key("attachCount"); w.Uint64(a.attach_count);
-    key("version"); str(std::string_view(a.version, ::strnlen(a.version, kVersionBytes)));
+    key("role");
+    str(RoleName(static_cast<Role>(r)));
+    key("attached");
+    w.Bool(ctx.agents[r].attached);
+    key("live");
+    w.Bool(ctx.agents[r].live);
+    key("pid");
+    w.Uint(a.pid);
+    key("pidNamespaceInode");
+    w.Uint64(a.pid_ns_inode);
+    key("startTimeNs");
+    w.Uint64(a.start_time_ns);
+    key("heartbeatAgeSeconds");
+    w.Double(ctx.agents[r].heartbeat_age_s);
+    key("attachCount");
+    w.Uint64(a.attach_count);
+    key("version");
+    str(std::string_view(a.version, ::strnlen(a.version, kVersionBytes)));
     w.EndObject();
   }
   w.EndArray();
@@ -165,24 +184,37 @@ std::string FormatJson(const Snapshot& s, const DumpContext& ctx) {
   const bool pool = Published(s.shared_pool.updated_time_ns, s.shared_pool.checksum);
   key("cpus");
   w.StartObject();
-  key("topologyPublished"); w.Bool(topo);
-  key("online"); str(s.topology.online.ToListString());
-  key("reserved"); str(s.topology.reserved.ToListString());
-  key("allocatable"); str(s.topology.allocatable.ToListString());
-  key("sharedPoolPublished"); w.Bool(pool);
-  key("sharedPool"); str(s.shared_pool.cpus.ToListString());
+  key("topologyPublished");
+  w.Bool(topo);
+  key("online");
+  str(s.topology.online.ToListString());
+  key("reserved");
+  str(s.topology.reserved.ToListString());
+  key("allocatable");
+  str(s.topology.allocatable.ToListString());
+  key("sharedPoolPublished");
+  w.Bool(pool);
+  key("sharedPool");
+  str(s.shared_pool.cpus.ToListString());
   w.EndObject();
   key("claims");
   w.StartArray();
   for (const auto& c : s.claims) {
     w.StartObject();
-    key("uid"); str(c.Uid());
-    key("namespace"); str(c.Namespace());
-    key("name"); str(c.Name());
-    key("state"); str(ClaimStateName(c.State()));
-    key("cpus"); str(c.cpus.ToListString());
-    key("mems"); str(NodeMaskToList(c.mems));
-    key("preparedTimeNs"); w.Uint64(c.prepared_time_ns);
+    key("uid");
+    str(c.Uid());
+    key("namespace");
+    str(c.Namespace());
+    key("name");
+    str(c.Name());
+    key("state");
+    str(ClaimStateName(c.State()));
+    key("cpus");
+    str(c.cpus.ToListString());
+    key("mems");
+    str(NodeMaskToList(c.mems));
+    key("preparedTimeNs");
+    w.Uint64(c.prepared_time_ns);
     key("requests");
     w.StartArray();
     for (uint32_t i = 0; i < c.request_count && i < kMaxRequestsPerClaim; ++i) {
@@ -196,14 +228,22 @@ std::string FormatJson(const Snapshot& s, const DumpContext& ctx) {
   w.StartArray();
   for (const auto& c : s.containers) {
     w.StartObject();
-    key("id"); str(c.Id());
-    key("podUid"); str(c.PodUid());
-    key("podNamespace"); str(c.PodNamespace());
-    key("podName"); str(c.PodName());
-    key("name"); str(c.Name());
-    key("kind"); str(ContainerKindName(c.Kind()));
-    key("cpus"); str(c.cpus.ToListString());
-    key("mems"); str(NodeMaskToList(c.mems));
+    key("id");
+    str(c.Id());
+    key("podUid");
+    str(c.PodUid());
+    key("podNamespace");
+    str(c.PodNamespace());
+    key("podName");
+    str(c.PodName());
+    key("name");
+    str(c.Name());
+    key("kind");
+    str(ContainerKindName(c.Kind()));
+    key("cpus");
+    str(c.cpus.ToListString());
+    key("mems");
+    str(NodeMaskToList(c.mems));
     key("claims");
     w.StartArray();
     for (uint32_t i = 0; i < c.claim_count && i < kMaxClaimsPerContainer; ++i) {

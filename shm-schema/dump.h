@@ -10,8 +10,8 @@ namespace dracpu::shm {
 
 // Liveness of each agent, as the dump shows it.
 struct AgentLiveness {
-  bool attached = false;  // the role ever attached (pid != 0)
-  bool live = false;      // its process holds the role lock now
+  bool attached = false;        // the role ever attached (pid != 0)
+  bool live = false;            // its process holds the role lock now
   double heartbeat_age_s = -1;  // seconds since its last heartbeat (CLOCK_BOOTTIME); -1: none
 };
 

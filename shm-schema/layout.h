@@ -101,12 +101,12 @@ static_assert(sizeof(NodeMask) == 128);
 // One per agent role. Written by that agent (under the lock, except heartbeat_ns which it stores
 // atomically on its own), read by everyone.
 struct AgentRecord {
-  uint32_t pid;             // 0: the role never attached. PID in the agent's own namespace
-  uint32_t role;            // Role value (redundant with the index; a consistency check)
-  uint64_t pid_ns_inode;    // inode of the agent's /proc/self/ns/pid
-  uint64_t start_time_ns;   // CLOCK_REALTIME ns when the agent attached
-  uint64_t heartbeat_ns;    // CLOCK_BOOTTIME ns of the last heartbeat (atomic store)
-  uint64_t attach_count;    // times this role attached to this segment (restarts + 1)
+  uint32_t pid;            // 0: the role never attached. PID in the agent's own namespace
+  uint32_t role;           // Role value (redundant with the index; a consistency check)
+  uint64_t pid_ns_inode;   // inode of the agent's /proc/self/ns/pid
+  uint64_t start_time_ns;  // CLOCK_REALTIME ns when the agent attached
+  uint64_t heartbeat_ns;   // CLOCK_BOOTTIME ns of the last heartbeat (atomic store)
+  uint64_t attach_count;   // times this role attached to this segment (restarts + 1)
   uint8_t reserved0[24];
   char version[kVersionBytes];  // the agent's version string
   uint8_t reserved1[128];
@@ -197,7 +197,7 @@ static_assert(sizeof(TableDescriptor) == 64);
 
 // A prepared (or being prepared) ResourceClaim (writer: dra-agent).
 struct ClaimEntry {
-  char uid[kUidBytes];              // ResourceClaim metadata.uid; the key
+  char uid[kUidBytes];  // ResourceClaim metadata.uid; the key
   char namespace_[kNamespaceBytes];
   char name[kNameBytes];
   uint32_t state;          // ClaimState
@@ -207,8 +207,8 @@ struct ClaimEntry {
   uint64_t prepared_time_ns;  // CLOCK_REALTIME ns when the claim was reserved
   uint8_t reserved1[104];
   char request_names[kMaxRequestsPerClaim][kRequestNameBytes];  // the claim's request names
-  CpuSet cpus;     // the CPUs the claim holds
-  NodeMask mems;   // the NUMA nodes of those CPUs
+  CpuSet cpus;                                                  // the CPUs the claim holds
+  NodeMask mems;                                                // the NUMA nodes of those CPUs
   uint8_t reserved2[120];
   uint64_t checksum;  // Checksum() of the bytes before it
 
@@ -238,13 +238,13 @@ struct ContainerEntry {
   char pod_namespace[kNamespaceBytes];
   char pod_name[kNameBytes];
   char container_name[kContainerNameBytes];
-  uint32_t kind;         // ContainerKind
-  uint32_t claim_count;  // used entries of claim_uids (0 for shared containers)
+  uint32_t kind;             // ContainerKind
+  uint32_t claim_count;      // used entries of claim_uids (0 for shared containers)
   uint64_t updated_time_ns;  // CLOCK_REALTIME ns of the last placement
   uint8_t reserved0[48];
   char claim_uids[kMaxClaimsPerContainer][kUidBytes];  // claims the container consumes
-  CpuSet cpus;    // cpuset.cpus applied to the container
-  NodeMask mems;  // cpuset.mems applied; all zero: not set
+  CpuSet cpus;                                         // cpuset.cpus applied to the container
+  NodeMask mems;                                       // cpuset.mems applied; all zero: not set
   uint8_t reserved1[248];
   uint64_t checksum;
 
@@ -270,6 +270,27 @@ static_assert(offsetof(ContainerEntry, mems) == 2176);
 static_assert(offsetof(ContainerEntry, checksum) == 2552);
 static_assert(sizeof(ContainerEntry) == 2560);
 
+// Before a writer overwrites a used entry in place (an update, or a remove moving the last entry
+// into the hole) it saves the entry here under the same odd generation. If it dies mid-overwrite,
+// recovery restores the saved version instead of dropping the damaged entry, so an update or a
+// remove is never half-applied and a claim is never lost to a torn overwrite. Writer: whoever
+// holds the mutex; readers ignore it.
+struct UndoRecord {
+  uint32_t table;       // 0: empty, 1: claims, 2: containers
+  uint32_t position;    // index of the entry being overwritten
+  uint64_t generation;  // the odd generation of the write that saved it; stored last
+  uint8_t reserved[48];
+  uint64_t entry_words[sizeof(ContainerEntry) / 8];  // the saved ClaimEntry or ContainerEntry
+};
+static_assert(offsetof(UndoRecord, table) == 0);
+static_assert(offsetof(UndoRecord, position) == 4);
+static_assert(offsetof(UndoRecord, generation) == 8);
+static_assert(offsetof(UndoRecord, entry_words) == 64);
+static_assert(sizeof(ContainerEntry) >= sizeof(ClaimEntry));
+static_assert(sizeof(UndoRecord) == 2624);
+inline constexpr uint32_t kUndoClaims = 1;
+inline constexpr uint32_t kUndoContainers = 2;
+
 // The robust, process-shared mutex, padded to a cache line of its own.
 union MutexSlot {
   pthread_mutex_t mutex;
@@ -279,8 +300,8 @@ static_assert(sizeof(pthread_mutex_t) <= 64);
 static_assert(sizeof(MutexSlot) == 64);
 
 struct SegmentHeader {
-  // --- identity: written once at creation (minor may be raised by a newer writer), covered by
-  // identity_checksum.
+  // --- identity: written once at creation (only minor may later be raised, by a newer writer),
+  // covered by identity_checksum (which takes minor as 0).
   uint64_t magic;         // kMagic
   uint32_t major;         // kLayoutMajor of the creator
   uint32_t minor;         // highest kLayoutMinor that has written this segment
@@ -293,12 +314,12 @@ struct SegmentHeader {
   char node_name[kNodeNameBytes];  // Kubernetes node name
   uint64_t created_time_ns;        // CLOCK_REALTIME ns
   uint8_t reserved1[544];
-  uint64_t identity_checksum;  // Checksum() of bytes [0, offsetof(identity_checksum))
+  uint64_t identity_checksum;  // HashWords of bytes [0, offsetof(identity_checksum)), minor as 0
 
   // --- synchronization
-  MutexSlot lock;        // robust, process-shared; writers hold it for a transaction
-  uint64_t generation;   // seqlock: odd while a write is in progress; futex on its low 32 bits
-  uint32_t waiters;      // processes in WaitForChange (writers skip FUTEX_WAKE when 0)
+  MutexSlot lock;       // robust, process-shared; writers hold it for a transaction
+  uint64_t generation;  // seqlock: odd while a write is in progress; futex on its low 32 bits
+  uint32_t waiters;     // processes in WaitForChange (writers skip FUTEX_WAKE when 0)
   uint32_t reserved2;
   uint32_t claim_count;      // used claims entries, [0, claim_count)
   uint32_t container_count;  // used containers entries
@@ -310,7 +331,8 @@ struct SegmentHeader {
   SharedPoolRecord shared_pool;     // writer: nri-agent
   uint8_t reserved4[192];
   TopologySummary topology;  // writer: dra-agent
-  uint8_t reserved5[10176];
+  UndoRecord undo;           // writer: the mutex holder
+  uint8_t reserved5[7552];
 };
 static_assert(offsetof(SegmentHeader, magic) == 0);
 static_assert(offsetof(SegmentHeader, major) == 8);
@@ -332,6 +354,7 @@ static_assert(offsetof(SegmentHeader, agents) == 1152);
 static_assert(offsetof(SegmentHeader, config) == 1664);
 static_assert(offsetof(SegmentHeader, shared_pool) == 1792);
 static_assert(offsetof(SegmentHeader, topology) == 3072);
+static_assert(offsetof(SegmentHeader, undo) == 6208);
 static_assert(sizeof(SegmentHeader) == kHeaderBytes);
 
 static_assert(std::is_standard_layout_v<SegmentHeader>);

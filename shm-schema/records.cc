@@ -57,7 +57,8 @@ uint64_t BoottimeNs() { return ClockNs(CLOCK_BOOTTIME); }
 Result<ClaimEntry> EncodeClaim(const ClaimSpec& spec) {
   ClaimEntry e{};
   RETURN_IF_ERROR(PutString(e.uid, spec.uid, "claim uid", true));
-  RETURN_IF_ERROR(PutString(e.namespace_, spec.namespace_, "claim " + spec.uid + " namespace", false));
+  RETURN_IF_ERROR(
+      PutString(e.namespace_, spec.namespace_, "claim " + spec.uid + " namespace", false));
   RETURN_IF_ERROR(PutString(e.name, spec.name, "claim " + spec.uid + " name", false));
   if (spec.state != ClaimState::kReserved && spec.state != ClaimState::kPrepared &&
       spec.state != ClaimState::kReleasing) {
@@ -68,10 +69,9 @@ Result<ClaimEntry> EncodeClaim(const ClaimSpec& spec) {
   e.flags = spec.flags;
   e.prepared_time_ns = spec.prepared_time_ns != 0 ? spec.prepared_time_ns : RealtimeNs();
   if (spec.request_names.size() > kMaxRequestsPerClaim) {
-    return InvalidArgumentError("claim " + spec.uid + " has " +
-                                std::to_string(spec.request_names.size()) +
-                                " request names; at most " +
-                                std::to_string(kMaxRequestsPerClaim) + " are stored");
+    return InvalidArgumentError(
+        "claim " + spec.uid + " has " + std::to_string(spec.request_names.size()) +
+        " request names; at most " + std::to_string(kMaxRequestsPerClaim) + " are stored");
   }
   e.request_count = static_cast<uint32_t>(spec.request_names.size());
   for (size_t i = 0; i < spec.request_names.size(); ++i) {
@@ -149,7 +149,8 @@ Status CheckClaimEntry(const ClaimEntry& e) {
   if (sum != e.checksum) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "checksum mismatch (stored 0x%016llx, computed 0x%016llx)",
-                  static_cast<unsigned long long>(e.checksum), static_cast<unsigned long long>(sum));
+                  static_cast<unsigned long long>(e.checksum),
+                  static_cast<unsigned long long>(sum));
     return DataLossError(buf);
   }
   return CheckClaimFields(e);
@@ -176,7 +177,8 @@ Status CheckContainerEntry(const ContainerEntry& e) {
   if (sum != e.checksum) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "checksum mismatch (stored 0x%016llx, computed 0x%016llx)",
-                  static_cast<unsigned long long>(e.checksum), static_cast<unsigned long long>(sum));
+                  static_cast<unsigned long long>(e.checksum),
+                  static_cast<unsigned long long>(sum));
     return DataLossError(buf);
   }
   return CheckContainerFields(e);

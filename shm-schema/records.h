@@ -18,7 +18,7 @@ struct ClaimSpec {
   std::string namespace_;
   std::string name;
   ClaimState state = ClaimState::kReserved;
-  uint32_t flags = 0;  // kClaim* bits
+  uint32_t flags = 0;             // kClaim* bits
   uint64_t prepared_time_ns = 0;  // CLOCK_REALTIME ns; 0: now
   std::vector<std::string> request_names;
   CpuSet cpus;
@@ -55,7 +55,7 @@ Status CheckContainerEntry(const ContainerEntry& entry);
 Status CheckClaimFields(const ClaimEntry& entry);
 Status CheckContainerFields(const ContainerEntry& entry);
 
-std::string_view ClaimStateName(ClaimState state);      // "prepared", "unknown(7)" is "?"
+std::string_view ClaimStateName(ClaimState state);       // "prepared", "unknown(7)" is "?"
 std::string_view ContainerKindName(ContainerKind kind);  // "exclusive", "shared"
 std::string_view RoleName(Role role);                    // "dra-agent", "nri-agent", "reader"
 

@@ -1,9 +1,10 @@
 // Segment: an attached dracpu shared-memory segment, the state both agents share.
 //
 // Claim lifetime across the two agents (the one place it is written down):
-//  * dra-agent Prepare: in one transaction checks the claim's CPUs against every other claim and
-//    the shared-pool floor and records it kReserved, writes the CDI spec, then marks it kPrepared
-//    and acknowledges. Idempotent: the same uid again returns what is recorded.
+//  * dra-agent Prepare: in one transaction WriteTransaction::ReserveClaim checks the claim's CPUs
+//    against every other claim, allocatable and the shared-pool floor and records it kReserved;
+//    the agent writes the CDI spec, then ReserveClaim again with kPrepared, and acknowledges.
+//    Idempotent: the same uid with the same CPUs succeeds again.
 //  * nri-agent CreateContainer: reads the claims table (FindClaim, lock-free), refuses a
 //    DRA_CPUSET_<uid> whose claim is absent or whose CPUs differ, records the container
 //    (kExclusive, claim uids, applied CPUs) and shrinks the shared pool.
@@ -21,11 +22,13 @@
 // transactions of one Segment must not overlap in one thread (the mutex is not recursive).
 //
 // Crashes: a writer that dies holding the mutex leaves EOWNERDEAD to the next locker, which
-// repairs before its own transaction: odd generation = torn write; every used entry's checksum
-// is verified; damaged or duplicate entries are dropped (one line each in RecoveryReport, for the
-// caller to log; the dra-agent re-adds claims from its CDI files); indexes are rebuilt; then
-// pthread_mutex_consistent. Note: an entry overwritten in place when its writer died is dropped,
-// not rolled back; the durable sources (CDI files, NRI Synchronize) restore it.
+// repairs before its own transaction: odd generation = torn write; an entry whose in-place
+// overwrite was interrupted is restored from the undo record (the version saved just before);
+// every used entry's checksum is verified; damaged or duplicate entries are dropped (one line
+// each in RecoveryReport, for the caller to log; the dra-agent re-adds claims from its CDI
+// files); indexes are rebuilt; then pthread_mutex_consistent. A transaction is not atomic as a
+// whole: its completed operations stay, the interrupted one is rolled back or (for an insert)
+// never becomes visible.
 #pragma once
 
 #include <chrono>
@@ -48,8 +51,8 @@ namespace dracpu::shm {
 // Points inside a write where tests inject a SIGKILL (OpenOptions::kill_point).
 enum class KillPoint : int {
   kAfterGenerationOdd = 1,
-  kMidRecord = 2,       // half of an entry's words are written
-  kAfterRecord = 3,     // the entry is written, counts and index not yet
+  kMidRecord = 2,    // half of an entry's words are written
+  kAfterRecord = 3,  // the entry is written, counts and index not yet
   kAfterCount = 4,
   kAfterIndex = 5,
   kBeforeGenerationEven = 6,
@@ -60,8 +63,8 @@ using KillPointHook = void (*)(KillPoint);
 
 // What the locker found and did after a previous holder died.
 struct RecoveryReport {
-  bool owner_died = false;        // EOWNERDEAD (false: an odd generation without it)
-  bool torn = false;              // the generation was odd: a write was interrupted
+  bool owner_died = false;  // EOWNERDEAD (false: an odd generation without it)
+  bool torn = false;        // the generation was odd: a write was interrupted
   uint64_t generation_found = 0;
   std::vector<std::string> actions;  // one line per repaired or dropped record
 };
@@ -124,6 +127,16 @@ struct SnapshotOptions {
   bool allow_inconsistent = false;
 };
 
+// What one agent role looks like from the segment (for health checks and dracpu-shm).
+struct AgentStatus {
+  bool attached = false;  // the role has attached to this segment at least once
+  bool live = false;      // its process holds the role lock now
+  uint32_t pid = 0;       // in the agent's PID namespace
+  // Time since its last Heartbeat(); nullopt when it never beat.
+  std::optional<std::chrono::nanoseconds> heartbeat_age;
+  std::string version;
+};
+
 class WriteTransaction;
 
 class Segment {
@@ -162,15 +175,20 @@ class Segment {
   // One claim / container by key, by the index (no full copy). nullopt when absent.
   // UNAVAILABLE when the generation stays odd past `timeout` (a writer died mid-write).
   Result<std::optional<ClaimEntry>> FindClaim(
-      std::string_view uid, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
+      std::string_view uid,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
   Result<std::optional<ContainerEntry>> FindContainer(
-      std::string_view id, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
+      std::string_view id,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
   // Blocks until the generation is even and differs from `seen`, or `timeout` passes
   // (DEADLINE_EXCEEDED). Returns the new generation. A read-only mapping cannot register as a
   // waiter, so there it re-checks every 20 ms instead of relying on the writer's wake.
   Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout) const;
   // Whether the other role's agent process is alive (holds its role lock).
   Result<bool> RoleLive(Role role) const;
+  // Liveness and heartbeat age of an agent role (e.g. the dra-agent's health check of the
+  // nri-agent: live and heartbeat_age under 30 s).
+  Result<AgentStatus> GetAgentStatus(Role role) const;
 
   // --- writers (Role::kDraAgent / Role::kNriAgent)
   // Locks the segment for a transaction (recovering from a dead owner first).
@@ -191,6 +209,7 @@ class Segment {
   Status AttachWriter(const OpenOptions& options);
   Status CheckPeerNamespace() const;
   Result<RecoveryReport> Repair(bool owner_died);
+  void RestoreFromUndo(SegmentHeader* h, RecoveryReport& report);
   Status VerifyRecordsLocked() const;
   void RebuildClaimsIndexLocked();
   void RebuildContainersIndexLocked();
@@ -202,7 +221,7 @@ class Segment {
   Role role_ = Role::kReader;
   ShmFile file_;
   SegmentIdentity identity_;
-  TableDescriptor claims_desc_{};      // validated local copies
+  TableDescriptor claims_desc_{};  // validated local copies
   TableDescriptor containers_desc_{};
   ClaimEntry* claims_ = nullptr;
   uint32_t* claims_index_ = nullptr;
@@ -239,7 +258,15 @@ class WriteTransaction {
   const ClaimEntry& claim_at(uint32_t i) const;  // i < claim_count(); valid until the next write
   // Union of every claim's CPUs, except the claim `except_uid` (for idempotent re-reserve).
   CpuSet ClaimedCpus(std::string_view except_uid = {}) const;
-  Status SetConfig(const ConfigSummary& config);      // dra-agent; checksum/time filled in
+  // dra-agent Prepare, checked and atomic: records `spec` only if it fits. Idempotent: the same
+  // uid with the same CPUs succeeds (and updates the other fields, e.g. state); with other CPUs
+  // ALREADY_EXISTS. FAILED_PRECONDITION when a CPU is held by another claim (naming it) or, once
+  // the topology is published, is not allocatable; RESOURCE_EXHAUSTED when the shared pool would
+  // fall below the floor (config min_shared_cpus, and never empty) or the table is full.
+  Status ReserveClaim(const ClaimSpec& spec);
+  // The shared pool the claims imply now (ComputeSharedPool over this segment's records).
+  CpuSet ImpliedSharedPool() const;
+  Status SetConfig(const ConfigSummary& config);        // dra-agent; checksum/time filled in
   Status SetTopology(const TopologySummary& topology);  // dra-agent
 
   // Containers and the shared pool (nri-agent).

@@ -34,7 +34,8 @@ class RawFile {
     struct stat st;
     ::fstat(fd_, &st);
     size_ = static_cast<size_t>(st.st_size);
-    data_ = static_cast<uint8_t*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+    data_ =
+        static_cast<uint8_t*>(::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
   }
   ~RawFile() {
     ::munmap(data_, size_);
@@ -253,13 +254,29 @@ TEST_F(SegmentTest, WaitForChangeWakesOnCommitAndTimesOut) {
   EXPECT_EQ(*g % 2, 0u);
 }
 
-TEST_F(SegmentTest, HeartbeatAdvances) {
+TEST_F(SegmentTest, HeartbeatAdvancesAndAgentStatusShowsIt) {
   auto dra = OpenDra();
   auto reader = OpenRole(Role::kReader);
   const uint64_t before = reader->ReadSnapshot()->agents[0].heartbeat_ns;
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Result<AgentStatus> stale = reader->GetAgentStatus(Role::kDraAgent);
+  ASSERT_THAT(stale, IsOk());
+  ASSERT_TRUE(stale->heartbeat_age.has_value());
+  EXPECT_GE(*stale->heartbeat_age, std::chrono::milliseconds(20));
   dra->Heartbeat();
   EXPECT_GT(reader->ReadSnapshot()->agents[0].heartbeat_ns, before);
+  Result<AgentStatus> st = reader->GetAgentStatus(Role::kDraAgent);
+  ASSERT_THAT(st, IsOk());
+  EXPECT_TRUE(st->attached);
+  EXPECT_TRUE(st->live);
+  EXPECT_EQ(st->pid, static_cast<uint32_t>(::getpid()));
+  EXPECT_EQ(st->version, "test");
+  EXPECT_LT(*st->heartbeat_age, std::chrono::seconds(5));  // just beat (loose: shared CI box)
+  Result<AgentStatus> nri = reader->GetAgentStatus(Role::kNriAgent);
+  ASSERT_THAT(nri, IsOk());
+  EXPECT_FALSE(nri->attached);
+  EXPECT_FALSE(nri->live);
+  EXPECT_FALSE(nri->heartbeat_age.has_value());
 }
 
 // A torn write left behind (odd generation, a damaged entry, a duplicate from an interrupted
@@ -283,7 +300,8 @@ TEST_F(SegmentTest, NextLockerRepairsATornWrite) {
   const RecoveryReport& r = *dra->open_recovery();
   EXPECT_TRUE(r.torn);
   EXPECT_FALSE(r.owner_died);
-  EXPECT_THAT(r.actions, ::testing::Contains(HasSubstr("claims[1] key=" + Uid(1) + ": checksum mismatch")));
+  EXPECT_THAT(r.actions,
+              ::testing::Contains(HasSubstr("claims[1] key=" + Uid(1) + ": checksum mismatch")));
   EXPECT_THAT(r.actions, ::testing::Contains(HasSubstr("claims[3] key=" + Uid(2) + ": duplicate")));
   Result<Snapshot> snap = dra->ReadSnapshot();
   ASSERT_THAT(snap, IsOk());
@@ -304,9 +322,7 @@ struct BadSegmentCase {
 
 void OtherBoot(RawFile& r) {
   r.header()->boot_id[0] = 'f';
-  const uint64_t sum = HashWords(reinterpret_cast<const uint64_t*>(r.header()),
-                                 offsetof(SegmentHeader, identity_checksum) / 8);
-  r.header()->identity_checksum = sum == 0 ? 1 : sum;
+  r.header()->identity_checksum = HeaderIdentityChecksum(*r.header());
 }
 
 class BadSegmentTest : public SegmentTest, public ::testing::WithParamInterface<BadSegmentCase> {};
@@ -359,7 +375,8 @@ INSTANTIATE_TEST_SUITE_P(
                          r.header()->major = kLayoutMajor + 1;
                          r.header()->minor = 3;
                        },
-                       StatusCode::kFailedPrecondition, "has layout version 2.3, this binary reads 1.x"},
+                       StatusCode::kFailedPrecondition,
+                       "has layout version 2.3, this binary reads 1.x"},
         BadSegmentCase{"BadIdentityChecksum", [](RawFile& r) { r.header()->node_name[0] ^= 1; },
                        StatusCode::kDataLoss, "header identity checksum mismatch"},
         BadSegmentCase{"BadClaimChecksum", [](RawFile& r) { r.claim(0)->name[0] ^= 1; },
@@ -367,9 +384,102 @@ INSTANTIATE_TEST_SUITE_P(
                        "claims[0] uid=00000000-0000-0000-0000-000000000000: checksum mismatch"},
         BadSegmentCase{"CountOverCapacity", [](RawFile& r) { r.header()->claim_count = 1000; },
                        StatusCode::kDataLoss, "claim_count 1000 exceeds capacity 64"},
-        BadSegmentCase{"OtherBoot", &OtherBoot,
-                       StatusCode::kFailedPrecondition, "written in boot f1111111"}),
+        BadSegmentCase{"OtherBoot", &OtherBoot, StatusCode::kFailedPrecondition,
+                       "written in boot f1111111"}),
     [](const ::testing::TestParamInfo<BadSegmentCase>& info) { return info.param.name; });
+
+TEST_F(SegmentTest, NewerMinorOfTheSameMajorIsAccepted) {
+  OpenDra();
+  {
+    RawFile raw(path_);
+    raw.header()->minor = kLayoutMinor + 5;  // a newer writer's fields live in reserved bytes
+  }
+  auto nri = OpenRole(Role::kNriAgent);
+  ASSERT_NE(nri, nullptr);
+  EXPECT_EQ(nri->identity().minor, kLayoutMinor + 5);
+  EXPECT_EQ(nri->ReadSnapshot()->identity.minor, kLayoutMinor + 5);
+}
+
+TEST_F(SegmentTest, PeerSeesItsSegmentWasRebuilt) {
+  OpenDra().reset();
+  auto nri = OpenRole(Role::kNriAgent);
+  ASSERT_NE(nri, nullptr);
+  EXPECT_FALSE(nri->IsStale());
+  {
+    RawFile raw(path_);
+    raw.header()->magic = 1;
+  }
+  OpenOptions dra = TestOptions(Role::kDraAgent);
+  dra.rebuild = [](const Status&) { return true; };
+  Result<std::unique_ptr<Segment>> rebuilt = Segment::Open(path_, dra);
+  ASSERT_THAT(rebuilt, IsOk());
+  EXPECT_TRUE(nri->IsStale());  // the nri-agent must reopen
+  nri.reset();
+  EXPECT_NE(OpenRole(Role::kNriAgent), nullptr);
+}
+
+// ReserveClaim on a node of CPUs 0-7, CPU 0 reserved (strict), floor 2, claim 1 holding {1, 2}.
+struct ReserveCase {
+  const char* name;
+  ClaimSpec spec;
+  StatusCode code;
+  const char* message;  // substring; "" for OK
+};
+
+class ReserveClaimTest : public SegmentTest, public ::testing::WithParamInterface<ReserveCase> {};
+
+TEST_P(ReserveClaimTest, ChecksOverlapAllocatableAndFloor) {
+  auto dra = OpenDra();
+  Result<WriteTransaction> txn = dra->Begin();
+  ASSERT_THAT(txn, IsOk());
+  TopologySummary topo{};
+  topo.online = CpuSet::Range(0, 7);
+  topo.reserved = CpuSet{0};
+  topo.allocatable = CpuSet::Range(1, 7);
+  ASSERT_THAT(txn->SetTopology(topo), IsOk());
+  ConfigSummary config{};
+  config.flags = kConfigStrictCpuReservation;
+  config.min_shared_cpus = 2;
+  ASSERT_THAT(txn->SetConfig(config), IsOk());
+  ASSERT_THAT(txn->ReserveClaim(TestClaim(1, CpuSet{1, 2})), IsOk());
+  const ReserveCase& c = GetParam();
+  const uint32_t before = txn->claim_count();
+  const Status st = txn->ReserveClaim(c.spec);
+  if (c.code == StatusCode::kOk) {
+    EXPECT_THAT(st, IsOk());
+    ASSERT_TRUE(txn->FindClaim(c.spec.uid).has_value());
+    EXPECT_EQ(txn->FindClaim(c.spec.uid)->State(), c.spec.state);
+  } else {
+    EXPECT_THAT(st, StatusIs(c.code, HasSubstr(c.message)));
+    EXPECT_EQ(txn->claim_count(), before);
+    EXPECT_EQ(txn->FindClaim(Uid(1))->cpus, (CpuSet{1, 2}));
+  }
+}
+
+ClaimSpec Reserved(int i, CpuSet cpus, ClaimState state = ClaimState::kReserved) {
+  ClaimSpec c = TestClaim(i, cpus);
+  c.state = state;
+  return c;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ReserveClaimTest,
+    ::testing::Values(
+        ReserveCase{"Fits", Reserved(2, CpuSet{3, 4}), StatusCode::kOk, ""},
+        ReserveCase{"SameClaimSameCpusIsIdempotent",
+                    Reserved(1, CpuSet{1, 2}, ClaimState::kPrepared), StatusCode::kOk, ""},
+        ReserveCase{"SameClaimOtherCpus", Reserved(1, CpuSet{3}), StatusCode::kAlreadyExists,
+                    "already holds CPUs 1-2, not 3"},
+        ReserveCase{"Overlap", Reserved(2, CpuSet{2, 3}), StatusCode::kFailedPrecondition,
+                    "CPUs 2 are held by claim 00000000-0000-0000-0000-000000000001 (ns/claim-1)"},
+        ReserveCase{"Reserved", Reserved(2, CpuSet{0}), StatusCode::kFailedPrecondition,
+                    "CPUs 0 are not allocatable"},
+        ReserveCase{"Offline", Reserved(2, CpuSet{9}), StatusCode::kFailedPrecondition,
+                    "CPUs 9 are not allocatable"},
+        ReserveCase{"Floor", Reserved(2, CpuSet::Range(3, 6)), StatusCode::kResourceExhausted,
+                    "the shared pool would shrink to 1 CPUs (7), below the floor of 2"},
+        ReserveCase{"Empty", Reserved(2, CpuSet{}), StatusCode::kInvalidArgument, "no CPUs"}),
+    [](const ::testing::TestParamInfo<ReserveCase>& info) { return info.param.name; });
 
 TEST(SharedPoolTest, AllocatableMinusClaimsAndReservedUnlessStrict) {
   TopologySummary topo{};

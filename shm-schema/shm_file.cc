@@ -82,7 +82,8 @@ Status ShmFile::LockByte(off_t offset) {
   fl.l_len = 1;
   if (::fcntl(fd_.get(), F_OFD_SETLK, &fl) != 0) {
     const int err = errno;
-    if (err == EAGAIN || err == EACCES) return UnavailableError("byte lock held by another process");
+    if (err == EAGAIN || err == EACCES)
+      return UnavailableError("byte lock held by another process");
     return ErrnoStatus("F_OFD_SETLK", err);
   }
   return Status::Ok();
@@ -118,7 +119,9 @@ Status FutexWait(const uint32_t* word, uint32_t expected, std::chrono::nanosecon
   return ErrnoStatus("futex wait", err);
 }
 
-void FutexWakeAll(uint32_t* word) { ::syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0); }
+void FutexWakeAll(uint32_t* word) {
+  ::syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
 
 Result<uint64_t> ReadPidNamespaceInode() {
   struct stat st;

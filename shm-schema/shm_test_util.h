@@ -46,7 +46,9 @@ inline OpenOptions TestOptions(Role role, uint32_t claims = 64, uint32_t contain
   o.version = "test";
   o.claims_capacity = claims;
   o.containers_capacity = containers;
-  o.boot_id = [] { return Result<std::string>(std::string("11111111-2222-3333-4444-555555555555")); };
+  o.boot_id = [] {
+    return Result<std::string>(std::string("11111111-2222-3333-4444-555555555555"));
+  };
   return o;
 }
 

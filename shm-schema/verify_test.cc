@@ -92,7 +92,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"Good", [](Snapshot&) {}, nullptr},
         Case{"OddGeneration", [](Snapshot& s) { s.generation = 11; }, "generation 11 is odd"},
         Case{"Torn", [](Snapshot& s) { s.consistent = false; }, "no consistent snapshot"},
-        Case{"ClaimChecksum", [](Snapshot& s) { s.claims[1].cpus.Set(3); s.claims[1].name[0] = 'x'; },
+        Case{"ClaimChecksum",
+             [](Snapshot& s) {
+               s.claims[1].cpus.Set(3);
+               s.claims[1].name[0] = 'x';
+             },
              "claims[1] claim b (ns/x): checksum mismatch"},  // changed without a new checksum
         Case{"CpuInTwoClaims",
              [](Snapshot& s) {
@@ -134,10 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"DuplicateContainer", [](Snapshot& s) { s.containers.push_back(s.containers[1]); },
              "container c2 (ns/pod/c2): duplicate id"},
         Case{"UnpublishedPoolSkipsPoolChecks",
-             [](Snapshot& s) {
-               s.shared_pool = SharedPoolRecord{};
-             },
-             nullptr}),
+             [](Snapshot& s) { s.shared_pool = SharedPoolRecord{}; }, nullptr}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(VerifyNotesTest, SaysWhatWasSkipped) {

@@ -81,9 +81,14 @@ class Fixture {
   std::unique_ptr<Segment> dra_;
 };
 
+std::unique_ptr<Fixture>& FixturePtr() {
+  static std::unique_ptr<Fixture> f;
+  return f;
+}
+
 Fixture& F() {
-  static Fixture* f = new Fixture();
-  return *f;
+  if (!FixturePtr()) FixturePtr() = std::make_unique<Fixture>();
+  return *FixturePtr();
 }
 
 void BM_WriteTransactionOneClaim(benchmark::State& state) {
@@ -253,8 +258,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
          "memcpy of one 2304-byte claim", 1, 1000);
     Line("snapshot of 1000 claims", "BM_Snapshot1000Claims", "BM_Memcpy1000Claims",
          "memcpy of 1000 claims (2.2 MiB)", 1, 200000);
-    Line("lookup by uid", "BM_FindClaimByUid", "BM_MemcpyOneClaim",
-         "memcpy of one 2304-byte claim", 1, 1000);
+    Line("lookup by uid", "BM_FindClaimByUid", "BM_MemcpyOneClaim", "memcpy of one 2304-byte claim",
+         1, 1000);
     // Wake-to-observe is half a round trip (each half includes one transaction).
     Line("wake-to-observe, two processes", "BM_SegmentWakeRoundTrip", "BM_FutexRoundTrip",
          "bare futex round trip", 0.5, 100000);
@@ -272,8 +277,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
     const double v = it->second * scale;
     const double cpu = cpu_ns_[name] * scale;
     std::printf("  %-31s %9.0f ns [cpu %7.0f ns]  target < %6.0f ns: %-6s  %6.1fx %s (%.0f ns)\n",
-                what, v, cpu, target_ns, v < target_ns ? "met" : "MISSED",
-                it->second / bt->second, base_what, bt->second);
+                what, v, cpu, target_ns, v < target_ns ? "met" : "MISSED", it->second / bt->second,
+                base_what, bt->second);
   }
   std::map<std::string, double> ns_;
   std::map<std::string, double> cpu_ns_;
@@ -288,5 +293,6 @@ int main(int argc, char** argv) {
   dracpu::shm::RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  dracpu::shm::FixturePtr().reset();  // removes the temp directory
   return 0;
 }

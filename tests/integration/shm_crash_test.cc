@@ -25,7 +25,9 @@ using testing::TestOptions;
 using testing::Uid;
 
 constexpr int kRuns = 240;
-constexpr int kPermanentClaims = 8;  // claims 0..7: never touched by the killed dra writers
+// Claims 0..7 are never removed (containers refer to them) but the killed dra writers keep
+// updating them in place, so a torn update must be rolled back, never lose them.
+constexpr int kPermanentClaims = testing::kStableCpuClaims;
 constexpr int kClaimKeys = 32;
 constexpr int kContainerKeys = 16;
 
@@ -87,7 +89,7 @@ struct ReaderStats {
   ::_exit(0);
 }
 
-// A dra-agent writer: upserts and removes claims 8..31 forever (until killed).
+// A dra-agent writer: updates claims 0..31 and removes claims 8..31 forever (until killed).
 [[noreturn]] void RunDraWriter(const std::string& path, int kill_after, unsigned seed) {
   OpenOptions o = TestOptions(Role::kDraAgent);
   o.create_if_missing = false;
@@ -106,8 +108,8 @@ struct ReaderStats {
     if (!txn.ok()) ::_exit(4);
     const int ops = 1 + static_cast<int>(rng() % 3);
     for (int i = 0; i < ops; ++i) {
-      const int k = kPermanentClaims + static_cast<int>(rng() % (kClaimKeys - kPermanentClaims));
-      if (rng() % 4 == 0) {
+      const int k = static_cast<int>(rng() % kClaimKeys);
+      if (k >= kPermanentClaims && rng() % 4 == 0) {
         if (!txn->RemoveClaim(Uid(k)).ok()) ::_exit(5);
       } else if (!txn->UpsertClaim(PatternClaim(k, v)).ok()) {
         ::_exit(6);
@@ -183,7 +185,7 @@ TEST(ShmCrashTest, WritersKilledInsideTransactionsAreRecoveredAndReadersNeverSee
   testing::ChildGuard reader_guard(reader);
 
   std::mt19937 rng(20261129);
-  int owner_died = 0, torn = 0, repaired_entries = 0, timed_kills = 0;
+  int owner_died = 0, torn = 0, repaired_entries = 0, restored = 0, timed_kills = 0;
   for (int run = 0; run < kRuns; ++run) {
     const bool dra = run % 2 == 0;
     const bool timed = run % 5 == 4;  // every fifth run: killed by the parent at a random time
@@ -205,14 +207,18 @@ TEST(ShmCrashTest, WritersKilledInsideTransactionsAreRecoveredAndReadersNeverSee
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
         << "run " << run << ": writer exited with status " << status << " instead of being killed";
 
-    // The next locker (here: the same role restarting) recovers.
-    Result<std::unique_ptr<Segment>> next =
-        Segment::Open(path, TestOptions(dra ? Role::kDraAgent : Role::kNriAgent));
+    // The next locker recovers: usually the same role restarting, every third run the peer.
+    const bool peer_recovers = run % 3 == 0;
+    const Role next_role = (dra != peer_recovers) ? Role::kDraAgent : Role::kNriAgent;
+    Result<std::unique_ptr<Segment>> next = Segment::Open(path, TestOptions(next_role));
     ASSERT_THAT(next, IsOk()) << "run " << run;
     if (const auto& rec = (*next)->open_recovery()) {
       owner_died += rec->owner_died;
       torn += rec->torn;
-      for (const auto& a : rec->actions) repaired_entries += a.find("dropped") != std::string::npos;
+      for (const auto& a : rec->actions) {
+        repaired_entries += a.find("dropped") != std::string::npos;
+        restored += a.find("restored the version saved before it") != std::string::npos;
+      }
     }
     Result<Snapshot> snap = (*next)->ReadSnapshot();
     ASSERT_THAT(snap, IsOk());
@@ -232,19 +238,136 @@ TEST(ShmCrashTest, WritersKilledInsideTransactionsAreRecoveredAndReadersNeverSee
   // The kill points cover dying inside the write (torn) and while holding the lock.
   EXPECT_GT(owner_died, kRuns / 2);
   EXPECT_GT(torn, kRuns / 4);
+  EXPECT_GT(restored, 0);  // some kills landed inside an in-place overwrite
   RecordProperty("owner_died", owner_died);
   RecordProperty("torn", torn);
-  std::printf("%d runs (%d killed at a random time): %d EOWNERDEAD recoveries, %d torn writes, "
-              "%d entries dropped; reader: %llu snapshots, %llu lookups, %llu torn\n",
-              kRuns, timed_kills, owner_died, torn, repaired_entries,
-              static_cast<unsigned long long>(stats->snapshots.load()),
-              static_cast<unsigned long long>(stats->lookups.load()),
-              static_cast<unsigned long long>(stats->torn.load()));
+  std::printf(
+      "%d runs (%d killed at a random time): %d EOWNERDEAD recoveries, %d torn writes, "
+      "%d entries dropped, %d restored; reader: %llu snapshots, %llu lookups, %llu torn\n",
+      kRuns, timed_kills, owner_died, torn, repaired_entries, restored,
+      static_cast<unsigned long long>(stats->snapshots.load()),
+      static_cast<unsigned long long>(stats->lookups.load()),
+      static_cast<unsigned long long>(stats->torn.load()));
 
   // The tool agrees.
   const testing::ToolResult r = testing::RunTool({"verify", "--path", path});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, ::testing::HasSubstr("every invariant holds"));
+}
+
+}  // namespace
+}  // namespace dracpu::shm
+
+namespace dracpu::shm {
+namespace {
+
+// A holder dies, and the next locker gives up without making the mutex consistent: the mutex is
+// then unrecoverable (ENOTRECOVERABLE). Begin reports DATA_LOSS, and the dra-agent's Open hands
+// that to its rebuild callback, which replaces the segment.
+TEST(ShmCrashTest, UnrecoverableMutexIsReportedAndRebuilt) {
+  TempDir dir;
+  const std::string path = dir.File(SegmentFileName());
+  {
+    Result<std::unique_ptr<Segment>> dra = Segment::Open(path, TestOptions(Role::kDraAgent));
+    ASSERT_THAT(dra, IsOk());
+  }
+  auto* mutex_owner_died = testing::SharedBlock<std::atomic<int>>();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Result<std::unique_ptr<Segment>> nri = Segment::Open(path, TestOptions(Role::kNriAgent));
+    if (!nri.ok()) ::_exit(3);
+    Result<WriteTransaction> txn = (*nri)->Begin();
+    ::raise(SIGKILL);  // dies holding the mutex
+  }
+  testing::ChildGuard guard(child);
+  const int status = guard.Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  {
+    // A faulty locker: sees EOWNERDEAD and unlocks without pthread_mutex_consistent.
+    Result<ShmFile> f = ShmFile::Open(path, true);
+    ASSERT_THAT(f, IsOk());
+    ASSERT_THAT(f->Map(), IsOk());
+    auto* h = static_cast<SegmentHeader*>(f->data());
+    mutex_owner_died->store(pthread_mutex_lock(&h->lock.mutex));
+    pthread_mutex_unlock(&h->lock.mutex);
+  }
+  ASSERT_EQ(mutex_owner_died->load(), EOWNERDEAD);
+  OpenOptions nri = TestOptions(Role::kNriAgent);
+  EXPECT_THAT(Segment::Open(path, nri),
+              StatusIs(StatusCode::kDataLoss, ::testing::HasSubstr("mutex is not recoverable")));
+  OpenOptions dra = TestOptions(Role::kDraAgent);
+  dra.rebuild = [](const Status&) { return true; };
+  Result<std::unique_ptr<Segment>> rebuilt = Segment::Open(path, dra);
+  ASSERT_THAT(rebuilt, IsOk());
+  ASSERT_TRUE((*rebuilt)->rebuilt_because().has_value());
+  EXPECT_THAT(*(*rebuilt)->rebuilt_because(), StatusIs(StatusCode::kDataLoss));
+  Result<WriteTransaction> txn = (*rebuilt)->Begin();
+  EXPECT_THAT(txn, IsOk());
+}
+
+}  // namespace
+}  // namespace dracpu::shm
+
+namespace dracpu::shm {
+namespace {
+
+void KillMidRecord(KillPoint p) {
+  if (p == KillPoint::kMidRecord) ::raise(SIGKILL);
+}
+
+// What an operator sees on a node where a writer died mid-write and no agent has locked since:
+// verify fails saying so, dump marks the copy inconsistent; once an agent locks (repairs), both
+// are clean again.
+TEST(ShmCrashTest, ToolReportsATornSegmentUntilAnAgentRepairsIt) {
+  TempDir dir;
+  const std::string path = dir.File(SegmentFileName());
+  {
+    Result<std::unique_ptr<Segment>> dra = Segment::Open(path, TestOptions(Role::kDraAgent));
+    ASSERT_THAT(dra, IsOk());
+    Result<WriteTransaction> txn = (*dra)->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(txn->UpsertClaim(PatternClaim(1, 1)), IsOk());
+  }
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    OpenOptions o = TestOptions(Role::kDraAgent);
+    o.kill_point = &KillMidRecord;
+    Result<std::unique_ptr<Segment>> dra = Segment::Open(path, o);
+    if (!dra.ok()) ::_exit(3);
+    Result<WriteTransaction> txn = (*dra)->Begin();
+    (void)txn->UpsertClaim(PatternClaim(1, 2));  // killed half-way through the entry
+    ::_exit(4);
+  }
+  testing::ChildGuard guard(child);
+  const int status = guard.Wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+
+  testing::ToolResult r = testing::RunTool({"verify", "--path", path});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("no consistent snapshot"));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("checksum mismatch"));  // the torn claim itself
+  r = testing::RunTool({"dump", "--path", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("INCONSISTENT"));
+
+  Result<std::unique_ptr<Segment>> dra = Segment::Open(path, TestOptions(Role::kDraAgent));
+  ASSERT_THAT(dra, IsOk());
+  ASSERT_TRUE((*dra)->open_recovery().has_value());
+  EXPECT_TRUE((*dra)->open_recovery()->owner_died);
+  EXPECT_TRUE((*dra)->open_recovery()->torn);
+  EXPECT_THAT(
+      (*dra)->open_recovery()->actions,
+      ::testing::Contains(::testing::HasSubstr("claims[0] key=" + Uid(1) + ": checksum mismatch")));
+  EXPECT_THAT((*dra)->open_recovery()->actions,
+              ::testing::Contains(::testing::HasSubstr("restored the version saved before it")));
+  Result<std::optional<ClaimEntry>> claim = (*dra)->FindClaim(Uid(1));
+  ASSERT_THAT(claim, IsOk());
+  ASSERT_TRUE(claim->has_value()) << "the claim was lost instead of rolled back";
+  EXPECT_EQ((*claim)->prepared_time_ns, 1u);  // the version before the interrupted update
+  r = testing::RunTool({"verify", "--path", path});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Two processes hammering the segment: a dra-agent writer and a lock-free reader, 1e6 operations
-// in total (1e5 under sanitizers, whose -O0 atomics are ~20x slower; DRACPU_SHM_HAMMER_OPS overrides). The reader checks every
-// record against its self-describing pattern, that generations never go back and that a claim's
-// version never goes back; afterwards the final table must equal a replay of the writer's
-// deterministic operation sequence.
+// in total (1e5 under sanitizers, whose -O0 atomics are ~20x slower; DRACPU_SHM_HAMMER_OPS
+// overrides). The reader checks every record against its self-describing pattern, that generations
+// never go back and that a claim's version never goes back; afterwards the final table must equal a
+// replay of the writer's deterministic operation sequence.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -29,7 +29,8 @@ constexpr int kKeys = 64;
 constexpr unsigned kSeed = 42;
 
 uint64_t TotalOps() {
-  if (const char* env = std::getenv("DRACPU_SHM_HAMMER_OPS")) return std::strtoull(env, nullptr, 10);
+  if (const char* env = std::getenv("DRACPU_SHM_HAMMER_OPS"))
+    return std::strtoull(env, nullptr, 10);
   return testing::SanitizerBuild() ? 100'000 : 1'000'000;
 }
 

@@ -15,9 +15,9 @@
 namespace dracpu::shm {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::TestOptions;
-using ::testing::HasSubstr;
 
 // Forks a process that opens `role` and holds it until killed; returns once it is attached.
 pid_t HoldRole(const std::string& path, OpenOptions options) {
@@ -62,10 +62,10 @@ TEST_P(ShmRolesTest, SecondProcessOfARoleIsRefusedUntilTheFirstDies) {
   const Role role = GetParam();
   const pid_t first = HoldRole(path_, TestOptions(role));
   ASSERT_GT(first, 0);
-  EXPECT_THAT(Segment::Open(path_, TestOptions(role)),
-              StatusIs(StatusCode::kFailedPrecondition,
-                       HasSubstr("another " + std::string(RoleName(role)) +
-                                 " holds the role lock")));
+  EXPECT_THAT(
+      Segment::Open(path_, TestOptions(role)),
+      StatusIs(StatusCode::kFailedPrecondition,
+               HasSubstr("another " + std::string(RoleName(role)) + " holds the role lock")));
   Result<std::unique_ptr<Segment>> reader = Segment::Open(path_, TestOptions(Role::kReader));
   ASSERT_THAT(reader, IsOk());
   EXPECT_THAT((*reader)->RoleLive(role), IsOkAndHolds(true));
@@ -73,7 +73,8 @@ TEST_P(ShmRolesTest, SecondProcessOfARoleIsRefusedUntilTheFirstDies) {
   EXPECT_THAT((*reader)->RoleLive(role), IsOkAndHolds(false));
   Result<std::unique_ptr<Segment>> second = Segment::Open(path_, TestOptions(role));
   ASSERT_THAT(second, IsOk());
-  EXPECT_EQ((*second)->ReadSnapshot()->agents[static_cast<int>(role)].attach_count, role == Role::kDraAgent ? 3u : 2u);
+  EXPECT_EQ((*second)->ReadSnapshot()->agents[static_cast<int>(role)].attach_count,
+            role == Role::kDraAgent ? 3u : 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Roles, ShmRolesTest, ::testing::Values(Role::kDraAgent, Role::kNriAgent),

@@ -20,6 +20,9 @@
 
 namespace dracpu::shm::testing {
 
+// Claims below this key keep the same CPUs at every version (other fields still change).
+inline constexpr int kStableCpuClaims = 8;
+
 // Claim k at version v: every field derives from (k, v), so any mix of two versions is detected.
 inline ClaimSpec PatternClaim(int k, uint64_t v) {
   ClaimSpec c;
@@ -30,8 +33,12 @@ inline ClaimSpec PatternClaim(int k, uint64_t v) {
   c.prepared_time_ns = v;  // v > 0: 0 would mean "now"
   c.request_names = {"r" + std::to_string(v), "k" + std::to_string(k)};
   c.cpus = CpuSet{2 * k};
-  if (v % 2 == 1) c.cpus.Set(2 * k + 1);
-  c.cpus.Set(1000 + 100 * k + static_cast<int>(v % 100));  // disjoint across k < 64
+  if (k < kStableCpuClaims) {
+    c.cpus.Set(2 * k + 1);  // CPUs independent of the version: containers can pin to them
+  } else {
+    if (v % 2 == 1) c.cpus.Set(2 * k + 1);
+    c.cpus.Set(1000 + 100 * k + static_cast<int>(v % 100));  // disjoint across k < 64
+  }
   c.mems = {static_cast<int>(v % 8)};
   return c;
 }

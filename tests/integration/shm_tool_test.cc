@@ -16,11 +16,11 @@
 namespace dracpu::shm {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::RunTool;
 using testing::TempDir;
 using testing::TestOptions;
 using testing::Uid;
-using ::testing::HasSubstr;
 
 class ShmToolTest : public ::testing::Test {
  protected:
@@ -82,15 +82,18 @@ TEST_F(ShmToolTest, DumpShowsAgentsCpusClaimsAndContainers) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("layout v1.0"));
   EXPECT_THAT(r.out, HasSubstr("node node-a"));
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("dra-agent +" + std::to_string(::getpid()) + " .* live, heartbeat"));
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("nri-agent +" + std::to_string(::getpid()) + " .* live"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("dra-agent +" + std::to_string(::getpid()) +
+                                              " .* live, heartbeat"));
+  EXPECT_THAT(r.out,
+              ::testing::ContainsRegex("nri-agent +" + std::to_string(::getpid()) + " .* live"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("allocatable +15 +1-15"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("reserved +1 +0\n"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("shared pool +12 +1,5-15"));
   EXPECT_THAT(r.out, HasSubstr("CLAIMS (2 of 64)"));
   EXPECT_THAT(r.out, ::testing::ContainsRegex(Uid(1) + " +ns/claim-1 +prepared +2-3 +0 "));
   EXPECT_THAT(r.out, HasSubstr("CONTAINERS (2 of 64)"));
-  EXPECT_THAT(r.out, ::testing::ContainsRegex("0123456789abcdef +team/trainer/main +exclusive +2-3 +" + Uid(1)));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex(
+                         "0123456789abcdef +team/trainer/main +exclusive +2-3 +" + Uid(1)));
   EXPECT_THAT(r.out, ::testing::ContainsRegex("kube-system/dns/coredns +shared +5-15"));
 }
 
@@ -145,8 +148,9 @@ TEST_F(ShmToolTest, VerifyListsEachViolation) {
   EXPECT_THAT(r.out, HasSubstr("FAIL " + path_ + ": 3 violations"));
   EXPECT_THAT(r.out, HasSubstr("CPU 4 is in two claims: " + Uid(1) + " and " + Uid(2)));
   EXPECT_THAT(r.out, HasSubstr("shared pool is 1,5-15 but allocatable minus claims is 1-2,5-15"));
-  EXPECT_THAT(r.out, HasSubstr("container 0123456789abcdef0123 (team/trainer/main): exclusive CPUs 2-3 "
-                               "differ from its claims' 3-4"));
+  EXPECT_THAT(r.out,
+              HasSubstr("container 0123456789abcdef0123 (team/trainer/main): exclusive CPUs 2-3 "
+                        "differ from its claims' 3-4"));
 }
 
 TEST_F(ShmToolTest, VerifyReportsACorruptSegment) {
@@ -186,11 +190,17 @@ INSTANTIATE_TEST_SUITE_P(
         UsageCase{"UnknownFlag", {"dump", "--yaml"}, 2, "unknown flag \"--yaml\" for dump"},
         UsageCase{"VerifyHasNoJson", {"verify", "--json"}, 2, "unknown flag \"--json\" for verify"},
         UsageCase{"PathWithoutValue", {"dump", "--path"}, 2, "--path needs a value"},
-        UsageCase{"CountWithoutWatch", {"dump", "--count", "2", "--path", "/x"}, 2,
+        UsageCase{"CountWithoutWatch",
+                  {"dump", "--count", "2", "--path", "/x"},
+                  2,
                   "--count needs --watch"},
-        UsageCase{"MissingFileDump", {"dump", "--path", "/nonexistent/state.v1.shm"}, 2,
+        UsageCase{"MissingFileDump",
+                  {"dump", "--path", "/nonexistent/state.v1.shm"},
+                  2,
                   "no segment at /nonexistent/state.v1.shm"},
-        UsageCase{"MissingFileVerify", {"verify", "--path", "/nonexistent/state.v1.shm"}, 2,
+        UsageCase{"MissingFileVerify",
+                  {"verify", "--path", "/nonexistent/state.v1.shm"},
+                  2,
                   "no segment at /nonexistent/state.v1.shm"}),
     [](const ::testing::TestParamInfo<UsageCase>& info) { return info.param.name; });
 
