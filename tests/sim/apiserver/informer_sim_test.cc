@@ -1,7 +1,5 @@
 // Informer against the simulator: list + watch cache, handlers, 410 re-list with a diff, and an
 // API outage the informer rides out without a restart.
-#include "dra-agent/kube/informer.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +9,7 @@
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/fake_clock.h"
+#include "dra-agent/kube/informer.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/sim/apiserver/sim_test_util.h"
@@ -46,7 +45,8 @@ class InformerSimTest : public ::testing::Test {
     kube::ClientOptions options;
     options.max_attempts = 2;
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 0.5};
-    auto client = kube::KubeClient::Create(config, *std::move(http), *fs_, clock_, random_, options);
+    auto client =
+        kube::KubeClient::Create(config, *std::move(http), *fs_, clock_, random_, options);
     ASSERT_THAT(client, IsOk());
     client_ = *std::move(client);
   }
@@ -75,7 +75,9 @@ class InformerSimTest : public ::testing::Test {
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 0.5};
     kube::InformerHandlers handlers;
     handlers.on_add = [this](const JsonObject& o) { Log("add " + o.Name()); };
-    handlers.on_update = [this](const JsonObject&, const JsonObject& o) { Log("update " + o.Name()); };
+    handlers.on_update = [this](const JsonObject&, const JsonObject& o) {
+      Log("update " + o.Name());
+    };
     handlers.on_delete = [this](const JsonObject& o) { Log("delete " + o.Name()); };
     informer_ = std::make_unique<Informer>(*client_, kSlices, options, handlers, clock, random_);
     thread_ = std::thread([this] { run_status_ = informer_->Run(stop_); });
@@ -158,7 +160,8 @@ TEST_F(InformerSimTest, RidesOutAnApiOutageAndRelistsAfter410) {
   Result<JsonObject> modified = JsonObject::Parse(b);
   ASSERT_THAT(modified, IsOk());
   modified->doc()["spec"]["pool"]["generation"].SetInt(7);
-  ASSERT_EQ(state_->Handle({"PUT", std::string(kSlices) + "/b", "", modified->ToString()}).status, 200);
+  ASSERT_EQ(state_->Handle({"PUT", std::string(kSlices) + "/b", "", modified->ToString()}).status,
+            200);
   state_->CompactHistory();
   Start(port);
   ASSERT_TRUE(WaitFor([&] { return LogSize() >= 3; }));
@@ -180,7 +183,8 @@ TEST_F(InformerSimTest, ExpiredWatchRelists) {
   ASSERT_TRUE(WaitFor([&] { return informer_->synced(); }));
   ASSERT_TRUE(WaitFor([&] { return informer_->stats().watches >= 1; }));
   state_->ExpireWatches();
-  ASSERT_TRUE(WaitFor([&] { return informer_->stats().gone >= 1 && informer_->stats().lists >= 2; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return informer_->stats().gone >= 1 && informer_->stats().lists >= 2; }));
   EXPECT_EQ(CachedNames(), (std::set<std::string>{"a"}));
   EXPECT_THAT(TakeLog(), ElementsAre("add a")) << "a re-list of unchanged objects reports nothing";
 }

@@ -1,12 +1,11 @@
 // dracpu-sim-apiserver as a process: flags, URL on stdout, generated TLS, token, kubeconfig
 // output, seeded nodes, the /_sim admin API, and SIGTERM.
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 
@@ -117,8 +116,8 @@ TEST(SimApiServerProcessTest, ServesHttpsWithTokenAndWritesAKubeconfig) {
 TEST(SimApiServerProcessTest, RefusesUnknownFlags) {
   const char* build = std::getenv("DRACPU_BUILD_DIR");
   ASSERT_NE(build, nullptr);
-  const std::string cmd = std::string(build) +
-                          "/tests/sim/apiserver/dracpu-sim-apiserver --bogus >/dev/null 2>&1";
+  const std::string cmd =
+      std::string(build) + "/tests/sim/apiserver/dracpu-sim-apiserver --bogus >/dev/null 2>&1";
   const int rc = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(rc));
   EXPECT_EQ(WEXITSTATUS(rc), 2);
