@@ -181,7 +181,14 @@ TEST_F(InformerSimTest, ExpiredWatchRelists) {
   Create("n1", "a");
   StartInformer();
   ASSERT_TRUE(WaitFor([&] { return informer_->synced(); }));
-  ASSERT_TRUE(WaitFor([&] { return informer_->stats().watches >= 1; }));
+  // Expire only once the server has the watch open (it records a watch when it starts
+  // streaming); an expiry before that would not concern it.
+  ASSERT_TRUE(WaitFor([&] {
+    for (const sim::RecordedRequest& r : state_->Requests()) {
+      if (r.query.find("watch=true") != std::string::npos && r.status == 200) return true;
+    }
+    return false;
+  }));
   state_->ExpireWatches();
   ASSERT_TRUE(
       WaitFor([&] { return informer_->stats().gone >= 1 && informer_->stats().lists >= 2; }));
