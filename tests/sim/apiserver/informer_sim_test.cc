@@ -212,6 +212,23 @@ TEST_F(InformerSimTest, DroppedWatchResumesWithoutRelisting) {
   EXPECT_GE(informer_->stats().watches, 2u);
 }
 
+TEST_F(InformerSimTest, OutageBackoffGrowsAndIsCapped) {
+  server_->Stop();  // the API is down from the start
+  kube::FakeClock clock(std::chrono::milliseconds(1));
+  kube::InformerOptions options;  // the default policy
+  Informer informer(*client_, kSlices, options, {}, clock, random_);
+  std::thread t([&] { (void)informer.Run(stop_); });
+  ASSERT_TRUE(WaitFor([&] { return clock.sleeps().size() >= 12; }));
+  stop_ = true;
+  t.join();
+  const std::vector<std::chrono::milliseconds> sleeps = clock.sleeps();
+  EXPECT_FALSE(informer.synced());
+  EXPECT_GE(sleeps[0], std::chrono::milliseconds(250));
+  EXPECT_LE(sleeps[0], std::chrono::milliseconds(500));
+  for (const auto& d : sleeps) EXPECT_LE(d, std::chrono::seconds(10));
+  EXPECT_GE(sleeps[11], std::chrono::seconds(5)) << "grown to the cap (jittered into [5 s, 10 s])";
+}
+
 TEST_F(InformerSimTest, RepeatedGoneBacksOffInsteadOfSpinning) {
   Create("n1", "a");
   sim::Fault gone;
