@@ -38,6 +38,7 @@ Result<ClusterConfig> InClusterConfig(const FileSystem& fs, std::string_view hos
 
 // A kubeconfig file: `context` (or current-context when empty) picks the cluster and user.
 // `path` is a FileSystem path (root-relative): main makes a relative --kubeconfig absolute.
+// One file only: a $KUBECONFIG list of files is not merged.
 // Refused with UNIMPLEMENTED: exec/auth-provider plugins, basic auth, impersonation (as*),
 // proxy-url and tls-server-name.
 // Relative file paths in it are relative to the kubeconfig's directory, as kubectl does.

@@ -60,6 +60,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (a == "--address") options.address = *v;
+    if (a == "--port" || a == "--bookmark-interval-ms") {
+      char* end = nullptr;
+      const long n = std::strtol(v->c_str(), &end, 10);
+      if (v->empty() || *end != '\0' || n < 0 || (a == "--port" && n > 65535)) {
+        std::cerr << a << ": bad number \"" << *v << "\"\n" << kUsage;
+        return 2;
+      }
+    }
     if (a == "--port") options.port = static_cast<uint16_t>(std::atoi(v->c_str()));
     if (a == "--tls-cert") options.tls_cert_file = *v;
     if (a == "--tls-key") options.tls_key_file = *v;
