@@ -43,8 +43,8 @@ Status ApiErrorStatus(std::string_view method, std::string_view path, int http_s
     default:
       break;
   }
-  std::string text = std::string(method) + " " + std::string(path) + ": HTTP " +
-                     std::to_string(http_status);
+  std::string text =
+      std::string(method) + " " + std::string(path) + ": HTTP " + std::to_string(http_status);
   if (!reason.empty()) text += " " + reason;
   if (!message.empty()) text += ": " + message;
   return Status(code, std::move(text));
@@ -55,8 +55,8 @@ Status TransportErrorStatus(std::string_view method, std::string_view path,
   StatusCode code = StatusCode::kUnavailable;
   if (response.transport_error == TransportError::kTimeout) code = StatusCode::kDeadlineExceeded;
   if (response.transport_error == TransportError::kCancelled) code = StatusCode::kCancelled;
-  return Status(code, std::string(method) + " " + std::string(path) + ": " +
-                          response.error_message);
+  return Status(code,
+                std::string(method) + " " + std::string(path) + ": " + response.error_message);
 }
 
 }  // namespace dracpu::kube

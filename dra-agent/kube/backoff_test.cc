@@ -31,15 +31,21 @@ INSTANTIATE_TEST_SUITE_P(
     Table, BackoffTest,
     ::testing::Values(
         // random 0 -> no jitter: the base sequence, capped at max.
-        BackoffCase{"NoJitterIsBase", {milliseconds(100), milliseconds(1000), 2.0, 0.5}, 0.0,
+        BackoffCase{"NoJitterIsBase",
+                    {milliseconds(100), milliseconds(1000), 2.0, 0.5},
+                    0.0,
                     {100, 200, 400, 800, 1000, 1000}},
         // random 0.5, jitter 0.5 -> 75% of the base.
-        BackoffCase{"JitterTakesUpToHalf", {milliseconds(100), milliseconds(1000), 2.0, 0.5}, 0.5,
+        BackoffCase{"JitterTakesUpToHalf",
+                    {milliseconds(100), milliseconds(1000), 2.0, 0.5},
+                    0.5,
                     {75, 150, 300, 600, 750, 750}},
         // jitter 1 with random near 1 -> close to zero, never negative.
-        BackoffCase{"FullJitter", {milliseconds(1000), milliseconds(1000), 2.0, 1.0}, 0.999,
-                    {1, 1}},
-        BackoffCase{"MultiplierThree", {milliseconds(10), milliseconds(100000), 3.0, 0.0}, 0.7,
+        BackoffCase{
+            "FullJitter", {milliseconds(1000), milliseconds(1000), 2.0, 1.0}, 0.999, {1, 1}},
+        BackoffCase{"MultiplierThree",
+                    {milliseconds(10), milliseconds(100000), 3.0, 0.0},
+                    0.7,
                     {10, 30, 90, 270}}),
     [](const auto& info) { return std::string(info.param.name); });
 

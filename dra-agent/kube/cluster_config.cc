@@ -62,9 +62,9 @@ class KubeconfigReader {
     } else if (list != nullptr && list->kind != YamlNode::Kind::kNull) {
       return Error(StatusCode::kInvalidArgument, list_key, "not a list");
     }
-    return Error(StatusCode::kInvalidArgument, list_key,
-                 "no entry named " + Quote(name) + " (referenced by " + std::string(referenced_by) +
-                     ")");
+    return Error(
+        StatusCode::kInvalidArgument, list_key,
+        "no entry named " + Quote(name) + " (referenced by " + std::string(referenced_by) + ")");
   }
 
   // A scalar string, "" when absent.
@@ -199,9 +199,11 @@ Result<ClusterConfig> LoadKubeconfig(const FileSystem& fs, std::string_view path
                      "not set, and no context was given");
     }
   }
-  ASSIGN_OR_RETURN(const YamlNode* context, r.Entry("contexts", "context", context_name, context_ref));
+  ASSIGN_OR_RETURN(const YamlNode* context,
+                   r.Entry("contexts", "context", context_name, context_ref));
   const std::string context_key = "contexts[name=" + Quote(context_name) + "].context";
-  ASSIGN_OR_RETURN(std::string cluster_name, r.String(*context, "cluster", context_key + ".cluster"));
+  ASSIGN_OR_RETURN(std::string cluster_name,
+                   r.String(*context, "cluster", context_key + ".cluster"));
   if (cluster_name.empty()) {
     return r.Error(StatusCode::kInvalidArgument, context_key + ".cluster", "not set");
   }
@@ -227,9 +229,8 @@ Result<ClusterConfig> LoadKubeconfig(const FileSystem& fs, std::string_view path
   }
   ASSIGN_OR_RETURN(config.tls.ca_pem, r.DataOrFile(*cluster, cluster_key, "certificate-authority",
                                                    "certificate-authority-data"));
-  ASSIGN_OR_RETURN(std::string insecure,
-                   r.String(*cluster, "insecure-skip-tls-verify",
-                            cluster_key + ".insecure-skip-tls-verify"));
+  ASSIGN_OR_RETURN(std::string insecure, r.String(*cluster, "insecure-skip-tls-verify",
+                                                  cluster_key + ".insecure-skip-tls-verify"));
   if (insecure == "true") {
     config.tls.insecure_skip_verify = true;
   } else if (!insecure.empty() && insecure != "false") {
@@ -238,7 +239,8 @@ Result<ClusterConfig> LoadKubeconfig(const FileSystem& fs, std::string_view path
   }
 
   if (user_name.empty()) return config;  // anonymous, e.g. behind kubectl proxy
-  ASSIGN_OR_RETURN(const YamlNode* user, r.Entry("users", "user", user_name, context_key + ".user"));
+  ASSIGN_OR_RETURN(const YamlNode* user,
+                   r.Entry("users", "user", user_name, context_key + ".user"));
   const std::string user_key = "users[name=" + Quote(user_name) + "].user";
   for (std::string_view plugin : {"exec", "auth-provider"}) {
     if (user->Get(plugin) != nullptr) {
@@ -272,10 +274,10 @@ Result<ClusterConfig> LoadKubeconfig(const FileSystem& fs, std::string_view path
   ASSIGN_OR_RETURN(config.tls.client_key_pem,
                    r.DataOrFile(*user, user_key, "client-key", "client-key-data"));
   if (config.tls.client_cert_pem.empty() != config.tls.client_key_pem.empty()) {
-    return r.Error(StatusCode::kInvalidArgument,
-                   user_key + (config.tls.client_cert_pem.empty() ? ".client-certificate"
-                                                                  : ".client-key"),
-                   "not set, but its pair is");
+    return r.Error(
+        StatusCode::kInvalidArgument,
+        user_key + (config.tls.client_cert_pem.empty() ? ".client-certificate" : ".client-key"),
+        "not set, but its pair is");
   }
   return config;
 }

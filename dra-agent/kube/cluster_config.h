@@ -4,7 +4,8 @@
 //
 // Errors are INVALID_ARGUMENT (bad content) or NOT_FOUND (missing file) with a message that names
 // the file and the key ("kubeconfig /k: users[name=\"u\"].user.client-key-data: invalid base64 at
-// offset 12"). Credential plugins (exec, auth-provider) and basic auth are refused with UNIMPLEMENTED.
+// offset 12"). Credential plugins (exec, auth-provider) and basic auth are refused with
+// UNIMPLEMENTED.
 #pragma once
 
 #include <string>
@@ -21,7 +22,7 @@ struct ClusterConfig {
   std::string bearer_token;  // a fixed token; used when token_file is empty
   std::string token_file;    // FileSystem path of a token that rotates; re-read by the client
   TlsOptions tls;
-  std::string source;        // for messages: "in-cluster", "kubeconfig /path (context c)"
+  std::string source;  // for messages: "in-cluster", "kubeconfig /path (context c)"
 };
 
 inline constexpr std::string_view kServiceAccountDir =
@@ -37,6 +38,7 @@ Result<ClusterConfig> InClusterConfig(const FileSystem& fs, std::string_view hos
 
 // A kubeconfig file: `context` (or current-context when empty) picks the cluster and user.
 // `path` is a FileSystem path (root-relative): main makes a relative --kubeconfig absolute.
+// One file only: a $KUBECONFIG list of files is not merged.
 // Refused with UNIMPLEMENTED: exec/auth-provider plugins, basic auth, impersonation (as*),
 // proxy-url and tls-server-name.
 // Relative file paths in it are relative to the kubeconfig's directory, as kubectl does.

@@ -132,9 +132,8 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &ProgressCallback);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    const long connect_ms = request.timeout.count() > 0
-                                ? std::min<long>(request.timeout.count(), 10000)
-                                : 10000;
+    const long connect_ms =
+        request.timeout.count() > 0 ? std::min<long>(request.timeout.count(), 10000) : 10000;
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     if (request.fresh_connection) curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
@@ -172,8 +171,10 @@ class CurlHttpClient final : public HttpClient {
       curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
     }
     if (!tls_.client_cert_pem.empty()) {
-      curl_blob cert{const_cast<char*>(tls_.client_cert_pem.data()), tls_.client_cert_pem.size(), CURL_BLOB_COPY};
-      curl_blob key{const_cast<char*>(tls_.client_key_pem.data()), tls_.client_key_pem.size(), CURL_BLOB_COPY};
+      curl_blob cert{const_cast<char*>(tls_.client_cert_pem.data()), tls_.client_cert_pem.size(),
+                     CURL_BLOB_COPY};
+      curl_blob key{const_cast<char*>(tls_.client_key_pem.data()), tls_.client_key_pem.size(),
+                    CURL_BLOB_COPY};
       curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
       curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
       curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");

@@ -13,7 +13,7 @@
 namespace dracpu::kube {
 
 struct TlsOptions {
-  std::string ca_pem;           // empty: the system trust store
+  std::string ca_pem;  // empty: the system trust store
   bool insecure_skip_verify = false;
   std::string client_cert_pem;  // both or neither
   std::string client_key_pem;

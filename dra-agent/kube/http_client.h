@@ -43,7 +43,7 @@ struct HttpResponse {
   std::string error_message;  // set with transport_error
   int status = 0;             // HTTP status when transport_error == kNone
   std::string body;
-  std::string retry_after;    // the Retry-After header, when present
+  std::string retry_after;  // the Retry-After header, when present
 };
 
 class HttpClient {

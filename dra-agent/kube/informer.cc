@@ -130,13 +130,14 @@ Status Informer::Run(const std::atomic<bool>& stop) {
       watch_options.resource_version = resource_version();
       watch_options.timeout_seconds = options_.watch_timeout_seconds;
       const Clock::TimePoint started = clock_.Now();
-      s = client_.Watch(collection_, watch_options,
-                        [&](const WatchEvent& e) {
-                          got_events = true;
-                          Apply(e);
-                          return !stop.load();
-                        },
-                        &stop);
+      s = client_.Watch(
+          collection_, watch_options,
+          [&](const WatchEvent& e) {
+            got_events = true;
+            Apply(e);
+            return !stop.load();
+          },
+          &stop);
       if (got_events) gone_in_a_row = 0;
       if (IsGone(s)) {
         {

@@ -39,7 +39,9 @@ struct InformerOptions {
   std::string field_selector;
   std::string label_selector;
   int watch_timeout_seconds = 300;
-  BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000), 2.0, 0.5};
+  // Capped at 10 s (client-go's reflector uses 30 s) so that after an API outage the cache is
+  // current again within about 10 s of the server's return; jitter spreads the nodes.
+  BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(10000), 2.0, 0.5};
 };
 
 struct InformerStats {

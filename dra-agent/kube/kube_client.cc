@@ -82,8 +82,8 @@ bool JsonStreamSplitter::Next(std::string* value) {
   return false;
 }
 
-KubeClient::KubeClient(ClusterConfig config, std::unique_ptr<HttpClient> http,
-                       const FileSystem& fs, Clock& clock, Random& random, ClientOptions options)
+KubeClient::KubeClient(ClusterConfig config, std::unique_ptr<HttpClient> http, const FileSystem& fs,
+                       Clock& clock, Random& random, ClientOptions options)
     : config_(std::move(config)),
       http_(std::move(http)),
       fs_(fs),
@@ -175,7 +175,7 @@ Result<HttpResponse> KubeClient::Do(const Call& call) {
 }
 
 KubeClient::Call KubeClient::MakeCall(std::string_view method, std::string_view path,
-                                     std::string body) {
+                                      std::string body) {
   Call call;
   call.method = std::string(method);
   call.path = std::string(path);
@@ -281,9 +281,9 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
     while (splitter.Next(&text)) {
       Result<JsonObject> event = JsonObject::Parse(text);
       if (!event.ok() || !event->doc().IsObject()) {
-        stream_error = DataLossError("watch " + path + ": bad event: " +
-                                     (event.ok() ? std::string("not an object")
-                                                 : event.status().message()));
+        stream_error =
+            DataLossError("watch " + path + ": bad event: " +
+                          (event.ok() ? std::string("not an object") : event.status().message()));
         return false;
       }
       const std::string_view type = StringMember(event->doc(), "type");
@@ -294,9 +294,8 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
       }
       if (type == "ERROR") {
         const rapidjson::Value& o = e.object.doc();
-        const int code = o.IsObject() && o.HasMember("code") && o["code"].IsInt()
-                             ? o["code"].GetInt()
-                             : 500;
+        const int code =
+            o.IsObject() && o.HasMember("code") && o["code"].IsInt() ? o["code"].GetInt() : 500;
         stream_error = ApiErrorStatus("watch", path, code, e.object.ToString());
         return false;
       }
@@ -309,8 +308,8 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
       } else if (type == "BOOKMARK") {
         e.type = WatchEventType::kBookmark;
       } else {
-        stream_error = DataLossError("watch " + path + ": unknown event type \"" +
-                                     std::string(type) + "\"");
+        stream_error =
+            DataLossError("watch " + path + ": unknown event type \"" + std::string(type) + "\"");
         return false;
       }
       if (!on_event(e)) return false;

@@ -2,8 +2,9 @@
 //
 //   auto http = NewCurlHttpClient(config.tls);
 //   auto client = KubeClient::Create(config, *std::move(http), fs, clock, random);
-//   auto list = client->List(kResourceSlicesPath, {.field_selector = "spec.nodeName=n1,spec.driver=dra.cpu"});
-//   client->Watch(kResourceSlicesPath, {.field_selector = ..., .resource_version = list->resource_version},
+//   auto list = client->List(kResourceSlicesPath, {.field_selector =
+//   "spec.nodeName=n1,spec.driver=dra.cpu"}); client->Watch(kResourceSlicesPath, {.field_selector =
+//   ..., .resource_version = list->resource_version},
 //                 [](const WatchEvent& e) { ...; return true; }, &stop);
 //
 // What it does for every call:

@@ -76,7 +76,8 @@ class RetryTest : public ::testing::TestWithParam<RetryCase> {};
 
 TEST_P(RetryTest, RetriesWhatMayHealAndBacksOff) {
   const RetryCase& c = GetParam();
-  auto http = std::make_unique<ScriptedHttp>(std::deque<HttpResponse>(c.script.begin(), c.script.end()));
+  auto http =
+      std::make_unique<ScriptedHttp>(std::deque<HttpResponse>(c.script.begin(), c.script.end()));
   ScriptedHttp* raw = http.get();
   OneFileSystem fs;
   FakeClock clock;
@@ -110,27 +111,61 @@ INSTANTIATE_TEST_SUITE_P(
     Table, RetryTest,
     ::testing::Values(
         RetryCase{"OkFirstTime", "GET", {Http(200)}, 1, StatusCode::kOk, {}},
-        RetryCase{"ServerErrorsThenOk", "GET", {Http(500), Http(503), Http(200)}, 3,
-                  StatusCode::kOk, {100, 200}},
-        RetryCase{"GivesUpAfterMaxAttemptsWithCappedDelays", "GET",
-                  {Http(500), Http(500), Http(500), Http(500)}, 4, StatusCode::kUnavailable,
+        RetryCase{"ServerErrorsThenOk",
+                  "GET",
+                  {Http(500), Http(503), Http(200)},
+                  3,
+                  StatusCode::kOk,
+                  {100, 200}},
+        RetryCase{"GivesUpAfterMaxAttemptsWithCappedDelays",
+                  "GET",
+                  {Http(500), Http(500), Http(500), Http(500)},
+                  4,
+                  StatusCode::kUnavailable,
                   {100, 200, 300}},
-        RetryCase{"TooManyRequestsHonoursRetryAfter", "GET", {Http(429, "{}", "2"), Http(200)}, 2,
-                  StatusCode::kOk, {300}},  // Retry-After 2 s, capped by the policy max
-        RetryCase{"ConnectFailureRetriedForPost", "POST",
-                  {Transport(TransportError::kConnect), Http(201)}, 2, StatusCode::kOk, {100}},
-        RetryCase{"DroppedPostNotRetried", "POST", {Transport(TransportError::kIo)}, 1,
-                  StatusCode::kUnavailable, {}},
-        RetryCase{"DroppedGetRetried", "GET", {Transport(TransportError::kIo), Http(200)}, 2,
-                  StatusCode::kOk, {100}},
-        RetryCase{"TimeoutOnPutRetried", "PUT", {Transport(TransportError::kTimeout), Http(200)}, 2,
-                  StatusCode::kOk, {100}},
-        RetryCase{"TimeoutReportedAsDeadline", "DELETE",
+        RetryCase{"TooManyRequestsHonoursRetryAfter",
+                  "GET",
+                  {Http(429, "{}", "2"), Http(200)},
+                  2,
+                  StatusCode::kOk,
+                  {300}},  // Retry-After 2 s, capped by the policy max
+        RetryCase{"ConnectFailureRetriedForPost",
+                  "POST",
+                  {Transport(TransportError::kConnect), Http(201)},
+                  2,
+                  StatusCode::kOk,
+                  {100}},
+        RetryCase{"DroppedPostNotRetried",
+                  "POST",
+                  {Transport(TransportError::kIo)},
+                  1,
+                  StatusCode::kUnavailable,
+                  {}},
+        RetryCase{"DroppedGetRetried",
+                  "GET",
+                  {Transport(TransportError::kIo), Http(200)},
+                  2,
+                  StatusCode::kOk,
+                  {100}},
+        RetryCase{"TimeoutOnPutRetried",
+                  "PUT",
+                  {Transport(TransportError::kTimeout), Http(200)},
+                  2,
+                  StatusCode::kOk,
+                  {100}},
+        RetryCase{"TimeoutReportedAsDeadline",
+                  "DELETE",
                   {Transport(TransportError::kTimeout), Transport(TransportError::kTimeout),
                    Transport(TransportError::kTimeout), Transport(TransportError::kTimeout)},
-                  4, StatusCode::kDeadlineExceeded, {100, 200, 300}},
-        RetryCase{"TlsErrorNotRetried", "GET", {Transport(TransportError::kTls)}, 1,
-                  StatusCode::kUnavailable, {}},
+                  4,
+                  StatusCode::kDeadlineExceeded,
+                  {100, 200, 300}},
+        RetryCase{"TlsErrorNotRetried",
+                  "GET",
+                  {Transport(TransportError::kTls)},
+                  1,
+                  StatusCode::kUnavailable,
+                  {}},
         RetryCase{"ConflictNotRetriedHere", "PUT", {Http(409)}, 1, StatusCode::kAborted, {}},
         RetryCase{"InvalidNotRetried", "POST", {Http(422)}, 1, StatusCode::kInvalidArgument, {}},
         RetryCase{"NotFoundDelete", "DELETE", {Http(404)}, 1, StatusCode::kNotFound, {}}),
@@ -167,8 +202,8 @@ TEST(KubeClientTokenTest, RereadsTheTokenFilePeriodicallyAndOn401) {
   ASSERT_THAT((*client)->Get("/version"), IsOk());
   std::vector<std::string> auth;
   for (const HttpRequest& r : raw->requests) auth.push_back(AuthOf(r));
-  EXPECT_THAT(auth, ElementsAreArray({"Bearer one", "Bearer one", "Bearer one", "Bearer two",
-                                      "Bearer three"}));
+  EXPECT_THAT(auth, ElementsAreArray(
+                        {"Bearer one", "Bearer one", "Bearer one", "Bearer two", "Bearer three"}));
   EXPECT_TRUE(clock.sleeps().empty()) << "a 401 retry does not back off";
 }
 
@@ -207,7 +242,8 @@ TEST(KubeClientTest, UnauthorizedWithAFixedTokenIsReported) {
 
 TEST(KubeClientTest, ListEncodesSelectorsAndReturnsItems) {
   auto http = std::make_unique<ScriptedHttp>(std::deque<HttpResponse>{Http(
-      200, R"({"kind":"ResourceSliceList","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})")});
+      200,
+      R"({"kind":"ResourceSliceList","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})")});
   ScriptedHttp* raw = http.get();
   OneFileSystem fs;
   FakeClock clock;

@@ -19,9 +19,9 @@ std::string NodePath(std::string_view name);
 std::string UrlEncode(std::string_view text);
 
 struct ApiCall {
-  std::string api_group;  // "" core, "resource.k8s.io"; empty with non_resource_path
-  std::string resource;   // "resourceslices"
-  std::string verb;       // Kubernetes RBAC verb: get list watch create update delete
+  std::string api_group;          // "" core, "resource.k8s.io"; empty with non_resource_path
+  std::string resource;           // "resourceslices"
+  std::string verb;               // Kubernetes RBAC verb: get list watch create update delete
   std::string non_resource_path;  // "/version" for non-resource URLs
   friend bool operator==(const ApiCall&, const ApiCall&) = default;
 };

@@ -36,25 +36,32 @@ TEST_P(ApiCallForTest, MapsRequestsToRbacVerbs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, ApiCallForTest,
-    ::testing::Values(
-        CallCase{"GET", "/version", {"", "", "get", "/version"}},
-        CallCase{"GET", "/api/v1/nodes/n1", {"", "nodes", "get", ""}},
-        CallCase{"GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=x",
-                 {"resource.k8s.io", "resourceslices", "list", ""}},
-        CallCase{"GET", "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=x&watch=true",
-                 {"resource.k8s.io", "resourceslices", "watch", ""}},
-        CallCase{"POST", "/apis/resource.k8s.io/v1/resourceslices",
-                 {"resource.k8s.io", "resourceslices", "create", ""}},
-        CallCase{"PUT", "/apis/resource.k8s.io/v1/resourceslices/s1",
-                 {"resource.k8s.io", "resourceslices", "update", ""}},
-        CallCase{"DELETE", "/apis/resource.k8s.io/v1/resourceslices/s1",
-                 {"resource.k8s.io", "resourceslices", "delete", ""}},
-        CallCase{"DELETE", "/apis/resource.k8s.io/v1/resourceslices",
-                 {"resource.k8s.io", "resourceslices", "deletecollection", ""}},
-        CallCase{"GET", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c",
-                 {"resource.k8s.io", "resourceclaims", "get", ""}},
-        CallCase{"PUT", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status",
-                 {"resource.k8s.io", "resourceclaims/status", "update", ""}}));
+    ::testing::Values(CallCase{"GET", "/version", {"", "", "get", "/version"}},
+                      CallCase{"GET", "/api/v1/nodes/n1", {"", "nodes", "get", ""}},
+                      CallCase{"GET",
+                               "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=x",
+                               {"resource.k8s.io", "resourceslices", "list", ""}},
+                      CallCase{"GET",
+                               "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=x&watch=true",
+                               {"resource.k8s.io", "resourceslices", "watch", ""}},
+                      CallCase{"POST",
+                               "/apis/resource.k8s.io/v1/resourceslices",
+                               {"resource.k8s.io", "resourceslices", "create", ""}},
+                      CallCase{"PUT",
+                               "/apis/resource.k8s.io/v1/resourceslices/s1",
+                               {"resource.k8s.io", "resourceslices", "update", ""}},
+                      CallCase{"DELETE",
+                               "/apis/resource.k8s.io/v1/resourceslices/s1",
+                               {"resource.k8s.io", "resourceslices", "delete", ""}},
+                      CallCase{"DELETE",
+                               "/apis/resource.k8s.io/v1/resourceslices",
+                               {"resource.k8s.io", "resourceslices", "deletecollection", ""}},
+                      CallCase{"GET",
+                               "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c",
+                               {"resource.k8s.io", "resourceclaims", "get", ""}},
+                      CallCase{"PUT",
+                               "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status",
+                               {"resource.k8s.io", "resourceclaims/status", "update", ""}}));
 
 TEST(ResourcesTest, ApiCallsUsedCoversTheReferenceRbacNeeds) {
   const std::vector<ApiCall> calls = ApiCallsUsed();
@@ -77,10 +84,11 @@ class ApiErrorTest : public ::testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ApiErrorTest, MapsStatusCodesAndKeepsReasonAndMessage) {
   const ErrorCase& c = GetParam();
-  EXPECT_THAT(ApiErrorStatus("PUT", "/x", c.http, c.body), StatusIs(c.want, HasSubstr(c.want_text)));
+  EXPECT_THAT(ApiErrorStatus("PUT", "/x", c.http, c.body),
+              StatusIs(c.want, HasSubstr(c.want_text)));
 }
 
-#define K8S_STATUS(code, reason, msg)                                                   \
+#define K8S_STATUS(code, reason, msg)                                                    \
   "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"message\":\"" msg \
   "\",\"reason\":\"" reason "\",\"code\":" #code "}"
 

@@ -15,10 +15,10 @@ namespace dracpu::kube {
 struct YamlNode {
   enum class Kind { kNull, kScalar, kSequence, kMap };
   Kind kind = Kind::kNull;
-  std::string scalar;                                  // kScalar
-  std::vector<YamlNode> items;                         // kSequence
-  std::vector<std::pair<std::string, YamlNode>> map;   // kMap, in document order
-  int line = 0;                                        // 1-based, 0 when unknown
+  std::string scalar;                                 // kScalar
+  std::vector<YamlNode> items;                        // kSequence
+  std::vector<std::pair<std::string, YamlNode>> map;  // kMap, in document order
+  int line = 0;                                       // 1-based, 0 when unknown
 
   // The value of `key` in a map, or nullptr (also when this is not a map).
   const YamlNode* Get(std::string_view key) const;

@@ -1,7 +1,5 @@
 // Informer against the simulator: list + watch cache, handlers, 410 re-list with a diff, and an
 // API outage the informer rides out without a restart.
-#include "dra-agent/kube/informer.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +9,7 @@
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/fake_clock.h"
+#include "dra-agent/kube/informer.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/sim/apiserver/sim_test_util.h"
@@ -46,7 +45,8 @@ class InformerSimTest : public ::testing::Test {
     kube::ClientOptions options;
     options.max_attempts = 2;
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 0.5};
-    auto client = kube::KubeClient::Create(config, *std::move(http), *fs_, clock_, random_, options);
+    auto client =
+        kube::KubeClient::Create(config, *std::move(http), *fs_, clock_, random_, options);
     ASSERT_THAT(client, IsOk());
     client_ = *std::move(client);
   }
@@ -75,7 +75,9 @@ class InformerSimTest : public ::testing::Test {
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 0.5};
     kube::InformerHandlers handlers;
     handlers.on_add = [this](const JsonObject& o) { Log("add " + o.Name()); };
-    handlers.on_update = [this](const JsonObject&, const JsonObject& o) { Log("update " + o.Name()); };
+    handlers.on_update = [this](const JsonObject&, const JsonObject& o) {
+      Log("update " + o.Name());
+    };
     handlers.on_delete = [this](const JsonObject& o) { Log("delete " + o.Name()); };
     informer_ = std::make_unique<Informer>(*client_, kSlices, options, handlers, clock, random_);
     thread_ = std::thread([this] { run_status_ = informer_->Run(stop_); });
@@ -158,7 +160,8 @@ TEST_F(InformerSimTest, RidesOutAnApiOutageAndRelistsAfter410) {
   Result<JsonObject> modified = JsonObject::Parse(b);
   ASSERT_THAT(modified, IsOk());
   modified->doc()["spec"]["pool"]["generation"].SetInt(7);
-  ASSERT_EQ(state_->Handle({"PUT", std::string(kSlices) + "/b", "", modified->ToString()}).status, 200);
+  ASSERT_EQ(state_->Handle({"PUT", std::string(kSlices) + "/b", "", modified->ToString()}).status,
+            200);
   state_->CompactHistory();
   Start(port);
   ASSERT_TRUE(WaitFor([&] { return LogSize() >= 3; }));
@@ -178,9 +181,17 @@ TEST_F(InformerSimTest, ExpiredWatchRelists) {
   Create("n1", "a");
   StartInformer();
   ASSERT_TRUE(WaitFor([&] { return informer_->synced(); }));
-  ASSERT_TRUE(WaitFor([&] { return informer_->stats().watches >= 1; }));
+  // Expire only once the server has the watch open (it records a watch when it starts
+  // streaming); an expiry before that would not concern it.
+  ASSERT_TRUE(WaitFor([&] {
+    for (const sim::RecordedRequest& r : state_->Requests()) {
+      if (r.query.find("watch=true") != std::string::npos && r.status == 200) return true;
+    }
+    return false;
+  }));
   state_->ExpireWatches();
-  ASSERT_TRUE(WaitFor([&] { return informer_->stats().gone >= 1 && informer_->stats().lists >= 2; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return informer_->stats().gone >= 1 && informer_->stats().lists >= 2; }));
   EXPECT_EQ(CachedNames(), (std::set<std::string>{"a"}));
   EXPECT_THAT(TakeLog(), ElementsAre("add a")) << "a re-list of unchanged objects reports nothing";
 }
@@ -199,6 +210,23 @@ TEST_F(InformerSimTest, DroppedWatchResumesWithoutRelisting) {
   EXPECT_THAT(TakeLog(), ElementsAre("add b", "add c"));
   EXPECT_EQ(informer_->stats().lists, 1u) << "resumed from its version, no re-list";
   EXPECT_GE(informer_->stats().watches, 2u);
+}
+
+TEST_F(InformerSimTest, OutageBackoffGrowsAndIsCapped) {
+  server_->Stop();  // the API is down from the start
+  kube::FakeClock clock(std::chrono::milliseconds(1));
+  kube::InformerOptions options;  // the default policy
+  Informer informer(*client_, kSlices, options, {}, clock, random_);
+  std::thread t([&] { (void)informer.Run(stop_); });
+  ASSERT_TRUE(WaitFor([&] { return clock.sleeps().size() >= 12; }));
+  stop_ = true;
+  t.join();
+  const std::vector<std::chrono::milliseconds> sleeps = clock.sleeps();
+  EXPECT_FALSE(informer.synced());
+  EXPECT_GE(sleeps[0], std::chrono::milliseconds(250));
+  EXPECT_LE(sleeps[0], std::chrono::milliseconds(500));
+  for (const auto& d : sleeps) EXPECT_LE(d, std::chrono::seconds(10));
+  EXPECT_GE(sleeps[11], std::chrono::seconds(5)) << "grown to the cap (jittered into [5 s, 10 s])";
 }
 
 TEST_F(InformerSimTest, RepeatedGoneBacksOffInsteadOfSpinning) {

@@ -27,8 +27,8 @@ namespace {
 using kube::ClientOptions;
 using kube::ClusterConfig;
 using kube::JsonObject;
-using kube::KubeClient;
 using kube::kResourceSlicesPath;
+using kube::KubeClient;
 using kube::WatchEvent;
 using kube::WatchEventType;
 using sim::Fault;
@@ -102,9 +102,10 @@ TEST_F(KubeClientSimTest, VersionAndNode) {
   Result<JsonObject> node = client->Get(kube::NodePath("node-1"));
   ASSERT_THAT(node, IsOk());
   EXPECT_EQ(node->Uid(), uid);
-  EXPECT_THAT(client->Get(kube::NodePath("nope")),
-              StatusIs(StatusCode::kNotFound,
-                       HasSubstr("GET /api/v1/nodes/nope: HTTP 404 NotFound: nodes \"nope\" not found")));
+  EXPECT_THAT(
+      client->Get(kube::NodePath("nope")),
+      StatusIs(StatusCode::kNotFound,
+               HasSubstr("GET /api/v1/nodes/nope: HTTP 404 NotFound: nodes \"nope\" not found")));
 }
 
 TEST_F(KubeClientSimTest, ResourceSliceCrud) {
@@ -128,7 +129,8 @@ TEST_F(KubeClientSimTest, ResourceSliceCrud) {
 
   // `modified` still carries the old version: a real conflict.
   EXPECT_THAT(client->Update(path, modified),
-              StatusIs(StatusCode::kAborted, HasSubstr("HTTP 409 Conflict: Operation cannot be fulfilled")));
+              StatusIs(StatusCode::kAborted,
+                       HasSubstr("HTTP 409 Conflict: Operation cannot be fulfilled")));
   EXPECT_TRUE(kube::IsConflict(client->Update(path, modified).status()));
 
   // Delete preconditions: a stale version conflicts, the current one deletes.
@@ -160,9 +162,11 @@ TEST_F(KubeClientSimTest, StrictFieldValidationRefusesUnknownFields) {
   auto client = NewClient({}, options);
   JsonObject slice = ParseOrDie(Slice("n1", GroupedDevice(0, 4)));
   slice.doc()["spec"].AddMember("poolz", 1, slice.allocator());
-  EXPECT_THAT(client->Create(kResourceSlicesPath, slice),
-              StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("HTTP 400 BadRequest: strict decoding error: unknown field \"spec.poolz\"")));
+  EXPECT_THAT(
+      client->Create(kResourceSlicesPath, slice),
+      StatusIs(
+          StatusCode::kInvalidArgument,
+          HasSubstr("HTTP 400 BadRequest: strict decoding error: unknown field \"spec.poolz\"")));
   // Without it the server drops the field and warns.
   Result<JsonObject> created = NewClient()->Create(kResourceSlicesPath, slice);
   ASSERT_THAT(created, IsOk());
@@ -174,7 +178,8 @@ TEST_F(KubeClientSimTest, ListWithFieldSelector) {
   auto client = NewClient();
   for (const auto& [node, driver] : std::vector<std::pair<std::string, std::string>>{
            {"n1", "dra.cpu"}, {"n1", "gpu.example.com"}, {"n2", "dra.cpu"}, {"n1", "dra.cpu"}}) {
-    ASSERT_THAT(client->Create(kResourceSlicesPath, ParseOrDie(Slice(node, "", "", driver))), IsOk());
+    ASSERT_THAT(client->Create(kResourceSlicesPath, ParseOrDie(Slice(node, "", "", driver))),
+                IsOk());
   }
   kube::ListOptions options;
   options.field_selector = "spec.nodeName=n1,spec.driver=dra.cpu";
@@ -193,7 +198,8 @@ TEST_F(KubeClientSimTest, ListWithFieldSelector) {
 TEST_F(KubeClientSimTest, UpdateWithRetryRereadsAfterAConflict) {
   auto client = NewClient();
   auto other = NewClient();
-  Result<JsonObject> created = client->Create(kResourceSlicesPath, ParseOrDie(Slice("n1", "", "s")));
+  Result<JsonObject> created =
+      client->Create(kResourceSlicesPath, ParseOrDie(Slice("n1", "", "s")));
   ASSERT_THAT(created, IsOk());
   const std::string path = kube::ResourceSlicePath("s");
   int calls = 0;
@@ -219,7 +225,8 @@ TEST_F(KubeClientSimTest, UpdateWithRetryRereadsAfterAConflict) {
   f.reason = "Conflict";
   f.count = -1;
   state_->AddFault(f);
-  EXPECT_THAT(client->UpdateWithRetry(path, [](JsonObject&) { return Status::Ok(); }, 3),
+  EXPECT_THAT(client->UpdateWithRetry(
+                  path, [](JsonObject&) { return Status::Ok(); }, 3),
               StatusIs(StatusCode::kAborted, HasSubstr("after 3 attempts")));
 }
 
@@ -232,7 +239,8 @@ TEST_F(KubeClientSimTest, ServerErrorsBackOffWithJitterThenSucceed) {
   state_->AddFault(f);
   ASSERT_THAT(client->Get(kube::kVersionPath), IsOk());
   // 250 ms doubling, jittered by random 0.5 * jitter 0.5 = 25% off.
-  EXPECT_THAT(clock_.sleeps(), ElementsAre(milliseconds(187), milliseconds(375), milliseconds(750)));
+  EXPECT_THAT(clock_.sleeps(),
+              ElementsAre(milliseconds(187), milliseconds(375), milliseconds(750)));
   EXPECT_THAT(Methods(), SizeIs(4));
 }
 
@@ -343,12 +351,16 @@ TEST_F(KubeClientSimTest, WatchDeliversEventsAndBookmarksAndResumes) {
   options.resource_version = list->resource_version;
   Status watch_status;
   std::thread watcher([&] {
-    watch_status = client->Watch(kResourceSlicesPath, options, [&](const WatchEvent& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      events.emplace_back(e.type, e.type == WatchEventType::kBookmark ? e.object.ResourceVersion()
-                                                                      : e.object.Name());
-      return true;
-    }, &stop);
+    watch_status = client->Watch(
+        kResourceSlicesPath, options,
+        [&](const WatchEvent& e) {
+          std::lock_guard<std::mutex> lock(mu);
+          events.emplace_back(e.type, e.type == WatchEventType::kBookmark
+                                          ? e.object.ResourceVersion()
+                                          : e.object.Name());
+          return true;
+        },
+        &stop);
   });
   auto count = [&] {
     std::lock_guard<std::mutex> lock(mu);
@@ -382,10 +394,12 @@ TEST_F(KubeClientSimTest, WatchDeliversEventsAndBookmarksAndResumes) {
   // Resuming from the bookmark replays only what came after it.
   options.resource_version = bookmark_rv;
   std::vector<WatchEventType> replay;
-  EXPECT_THAT(client->Watch(kResourceSlicesPath, options, [&](const WatchEvent& e) {
-    replay.push_back(e.type);
-    return false;  // one event is enough
-  }), IsOk());
+  EXPECT_THAT(client->Watch(kResourceSlicesPath, options,
+                            [&](const WatchEvent& e) {
+                              replay.push_back(e.type);
+                              return false;  // one event is enough
+                            }),
+              IsOk());
   EXPECT_THAT(replay, ElementsAre(WatchEventType::kDeleted));
   const std::vector<sim::RecordedRequest> requests = state_->Requests();
   EXPECT_TRUE(std::any_of(requests.begin(), requests.end(), [](const sim::RecordedRequest& r) {
@@ -466,10 +480,12 @@ TEST_F(KubeClientSimTest, EveryRequestIsInApiCallsUsed) {
   ASSERT_THAT(s, IsOk());
   ASSERT_THAT(client->List(kResourceSlicesPath, {}), IsOk());
   ASSERT_THAT(client->UpdateWithRetry(kube::ResourceSlicePath(s->Name()),
-                                      [](JsonObject&) { return Status::Ok(); }), IsOk());
+                                      [](JsonObject&) { return Status::Ok(); }),
+              IsOk());
   kube::WatchOptions w;
   w.timeout_seconds = 1;
-  ASSERT_THAT(client->Watch(kResourceSlicesPath, w, [](const WatchEvent&) { return false; }), IsOk());
+  ASSERT_THAT(client->Watch(kResourceSlicesPath, w, [](const WatchEvent&) { return false; }),
+              IsOk());
   ASSERT_THAT(client->Delete(kube::ResourceSlicePath(s->Name())), IsOk());
   const std::vector<kube::ApiCall> allowed = kube::ApiCallsUsed();
   std::set<std::string> verbs;
@@ -562,14 +578,15 @@ TEST_F(KubeClientHttpsTest, KubeconfigFilesEndToEnd) {
   StartTls(true);
   state_->SetToken("from-file");
   dir_.Write("token", "from-file\n");
-  const std::string kubeconfig = dir_.Write(
-      "kubeconfig",
-      "apiVersion: v1\nkind: Config\ncurrent-context: sim\n"
-      "clusters:\n- name: sim\n  cluster:\n    server: " + server_->url() +
-          "\n    certificate-authority: server.crt\n"
-          "users:\n- name: me\n  user:\n    tokenFile: token\n"
-          "    client-certificate: client.crt\n    client-key: client.key\n"
-          "contexts:\n- name: sim\n  context:\n    cluster: sim\n    user: me\n");
+  const std::string kubeconfig =
+      dir_.Write("kubeconfig",
+                 "apiVersion: v1\nkind: Config\ncurrent-context: sim\n"
+                 "clusters:\n- name: sim\n  cluster:\n    server: " +
+                     server_->url() +
+                     "\n    certificate-authority: server.crt\n"
+                     "users:\n- name: me\n  user:\n    tokenFile: token\n"
+                     "    client-certificate: client.crt\n    client-key: client.key\n"
+                     "contexts:\n- name: sim\n  context:\n    cluster: sim\n    user: me\n");
   Result<ClusterConfig> config = kube::LoadKubeconfig(*fs_, kubeconfig);
   ASSERT_THAT(config, IsOk());
   auto client = NewClient(*config);
@@ -582,10 +599,12 @@ TEST_F(KubeClientHttpsTest, KubeconfigDataEndToEnd) {
   const std::string kubeconfig = dir_.Write(
       "kubeconfig-data",
       "current-context: sim\n"
-      "clusters:\n- name: sim\n  cluster:\n    server: " + server_->url() +
+      "clusters:\n- name: sim\n  cluster:\n    server: " +
+          server_->url() +
           "\n    certificate-authority-data: " + sim::Base64Encode(server_cert_.cert_pem) +
           "\nusers:\n- name: me\n  user:\n"
-          "    client-certificate-data: " + sim::Base64Encode(client_cert_.cert_pem) +
+          "    client-certificate-data: " +
+          sim::Base64Encode(client_cert_.cert_pem) +
           "\n    client-key-data: " + sim::Base64Encode(client_cert_.key_pem) +
           "\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: me\n");
   Result<ClusterConfig> config = kube::LoadKubeconfig(*fs_, kubeconfig);
@@ -595,9 +614,9 @@ TEST_F(KubeClientHttpsTest, KubeconfigDataEndToEnd) {
 
 TEST_F(KubeClientSimTest, PlainHttpKubeconfigAsBehindKubectlProxy) {
   const std::string kubeconfig = dir_.Write(
-      "kubeconfig", "current-context: proxy\nclusters:\n- name: p\n  cluster:\n    server: " +
-                        server_->url() +
-                        "/\ncontexts:\n- name: proxy\n  context:\n    cluster: p\n");
+      "kubeconfig",
+      "current-context: proxy\nclusters:\n- name: p\n  cluster:\n    server: " + server_->url() +
+          "/\ncontexts:\n- name: proxy\n  context:\n    cluster: p\n");
   Result<ClusterConfig> config = kube::LoadKubeconfig(*fs_, kubeconfig);
   ASSERT_THAT(config, IsOk());
   EXPECT_THAT(NewClient(*config)->Get(kube::kVersionPath), IsOk());

@@ -22,7 +22,8 @@ constexpr char kUsage[] =
     "  --address ADDR          listen address (default 127.0.0.1)\n"
     "  --port N                listen port (default 0: pick a free one)\n"
     "  --tls-cert FILE --tls-key FILE   serve HTTPS with this PEM certificate and key\n"
-    "  --generate-tls DIR      serve HTTPS with a fresh self-signed cert written to DIR/sim.{crt,key}\n"
+    "  --generate-tls DIR      serve HTTPS with a fresh self-signed cert written to "
+    "DIR/sim.{crt,key}\n"
     "  --token TOKEN           require 'Authorization: Bearer TOKEN'\n"
     "  --kubeconfig-out FILE   write a kubeconfig for clients of this server\n"
     "  --node NAME[=UID]       seed a Node (repeatable)\n"
@@ -42,9 +43,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&]() -> const std::string* {
-      return i + 1 < args.size() ? &args[++i] : nullptr;
-    };
+    auto value = [&]() -> const std::string* { return i + 1 < args.size() ? &args[++i] : nullptr; };
     const std::string* v = nullptr;
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
@@ -61,6 +60,14 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (a == "--address") options.address = *v;
+    if (a == "--port" || a == "--bookmark-interval-ms") {
+      char* end = nullptr;
+      const long n = std::strtol(v->c_str(), &end, 10);
+      if (v->empty() || *end != '\0' || n < 0 || (a == "--port" && n > 65535)) {
+        std::cerr << a << ": bad number \"" << *v << "\"\n" << kUsage;
+        return 2;
+      }
+    }
     if (a == "--port") options.port = static_cast<uint16_t>(std::atoi(v->c_str()));
     if (a == "--tls-cert") options.tls_cert_file = *v;
     if (a == "--tls-key") options.tls_key_file = *v;
@@ -103,7 +110,8 @@ int main(int argc, char** argv) {
         << "clusters:\n- name: sim\n  cluster:\n    server: " << url << "\n";
     if (!options.tls_cert_file.empty()) {
       std::ifstream cert(options.tls_cert_file);
-      const std::string pem((std::istreambuf_iterator<char>(cert)), std::istreambuf_iterator<char>());
+      const std::string pem((std::istreambuf_iterator<char>(cert)),
+                            std::istreambuf_iterator<char>());
       out << "    certificate-authority-data: " << dracpu::sim::Base64Encode(pem) << "\n";
     }
     out << "users:\n- name: sim\n  user:\n";

@@ -25,8 +25,8 @@ struct SimApiServer::Impl {
   std::atomic<bool> stopping{false};
 
   std::mutex mu;
-  std::set<int> open_fds;         // guarded by mu; shut down on Stop
-  uint64_t connections = 0;       // guarded by mu
+  std::set<int> open_fds;    // guarded by mu; shut down on Stop
+  uint64_t connections = 0;  // guarded by mu
   struct Worker {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
@@ -71,8 +71,7 @@ std::string Bookmark(int64_t rv) {
 }
 
 std::string ExpiredEvent(const std::string& message) {
-  return "{\"type\":\"ERROR\",\"object\":" +
-         SimState::StatusJson(410, "Expired", message) + "}\n";
+  return "{\"type\":\"ERROR\",\"object\":" + SimState::StatusJson(410, "Expired", message) + "}\n";
 }
 
 template <typename Stream>
@@ -121,9 +120,8 @@ void ServeWatch(Stream& stream, SimState& state, const SimRequest& request,
     if (t >= deadline) break;
     // Wake at least every 200 ms to notice Stop().
     const auto until = std::min({deadline, next_bookmark, t + std::chrono::milliseconds(200)});
-    SimState::WatchWake wake =
-        state.WaitForEvents(start.selector, &after, &expire_epoch, &bookmark_epoch,
-                            start.drop_epoch, until);
+    SimState::WatchWake wake = state.WaitForEvents(start.selector, &after, &expire_epoch,
+                                                   &bookmark_epoch, start.drop_epoch, until);
     // An abrupt end (no final chunk), as when the server dies or the network fails.
     if (stopping.load() || wake.dropped) return;
     for (const SimWatchEvent& e : wake.events) {
@@ -137,7 +135,8 @@ void ServeWatch(Stream& stream, SimState& state, const SimRequest& request,
     }
     const auto t2 = std::chrono::steady_clock::now();
     if (start.bookmarks && (wake.bookmark || t2 >= next_bookmark)) {
-      if (!WriteChunk(stream, Bookmark(after > wake.resource_version ? after : wake.resource_version))) {
+      if (!WriteChunk(stream,
+                      Bookmark(after > wake.resource_version ? after : wake.resource_version))) {
         return;
       }
     }
@@ -184,8 +183,8 @@ void ServeConnection(Stream& stream, SimState& state, const SimServerOptions& op
     }
     if (fault) {
       response.status = fault->status;
-      response.body = SimState::StatusJson(fault->status, fault->reason,
-                                           "injected fault: " + fault->reason);
+      response.body =
+          SimState::StatusJson(fault->status, fault->reason, "injected fault: " + fault->reason);
       response.retry_after = fault->retry_after;
     } else if (std::optional<SimResponse> denied = state.CheckAuth(request)) {
       response = *denied;
@@ -232,12 +231,14 @@ Result<std::unique_ptr<SimApiServer>> SimApiServer::Start(const SimServerOptions
   if (!options.tls_cert_file.empty() || !options.tls_key_file.empty()) {
     impl.tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
     impl.tls->use_certificate_chain_file(options.tls_cert_file, ec);
-    if (ec) return InvalidArgumentError("TLS certificate " + options.tls_cert_file + ": " + ec.message());
+    if (ec)
+      return InvalidArgumentError("TLS certificate " + options.tls_cert_file + ": " + ec.message());
     impl.tls->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
     if (ec) return InvalidArgumentError("TLS key " + options.tls_key_file + ": " + ec.message());
     if (!options.client_ca_file.empty()) {
       impl.tls->load_verify_file(options.client_ca_file, ec);
-      if (ec) return InvalidArgumentError("client CA " + options.client_ca_file + ": " + ec.message());
+      if (ec)
+        return InvalidArgumentError("client CA " + options.client_ca_file + ": " + ec.message());
       impl.tls->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
     }
   }

@@ -27,7 +27,7 @@ namespace dracpu::sim {
 
 struct SimServerOptions {
   std::string address = "127.0.0.1";
-  uint16_t port = 0;  // 0: any free port
+  uint16_t port = 0;          // 0: any free port
   std::string tls_cert_file;  // PEM; both set -> HTTPS
   std::string tls_key_file;
   // PEM CA file: when set (with TLS), clients must present a certificate it signed.

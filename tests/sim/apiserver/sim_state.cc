@@ -92,11 +92,11 @@ SimResponse NotFoundSlice(const std::string& name) {
 }
 
 SimResponse Conflict(const std::string& name, const std::string& why) {
-  return Error(409, "Conflict",
-               "Operation cannot be fulfilled on resourceslices.resource.k8s.io \"" + name +
-                   "\": " + why,
-               "{\"name\":" + JsonString(name) +
-                   ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceslices\"}");
+  return Error(
+      409, "Conflict",
+      "Operation cannot be fulfilled on resourceslices.resource.k8s.io \"" + name + "\": " + why,
+      "{\"name\":" + JsonString(name) +
+          ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceslices\"}");
 }
 
 SimResponse Invalid(const std::string& name, const std::vector<FieldError>& errors) {
@@ -230,9 +230,8 @@ SimState::SimState(Options options) : options_(options), random_(options.seed) {
 std::string SimState::NewUid() {
   char buf[40];
   const uint64_t a = random_(), b = random_();
-  std::snprintf(buf, sizeof(buf), "%08x-%04x-4%03x-%04x-%012llx",
-                static_cast<unsigned>(a >> 32), static_cast<unsigned>((a >> 16) & 0xffff),
-                static_cast<unsigned>(a & 0xfff),
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xfff),
                 static_cast<unsigned>(0x8000 | ((b >> 48) & 0x3fff)),
                 static_cast<unsigned long long>(b & 0xffffffffffffULL));
   return buf;
@@ -242,9 +241,10 @@ std::string SimState::AddNode(const std::string& name, const std::string& uid) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string id = uid.empty() ? NewUid() : uid;
   ++rv_;
-  nodes_[name] = "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":" +
-                 JsonString(name) + ",\"uid\":" + JsonString(id) + ",\"resourceVersion\":\"" +
-                 std::to_string(rv_) + "\"},\"spec\":{},\"status\":{}}";
+  nodes_[name] =
+      "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":" + JsonString(name) +
+      ",\"uid\":" + JsonString(id) + ",\"resourceVersion\":\"" + std::to_string(rv_) +
+      "\"},\"spec\":{},\"status\":{}}";
   return id;
 }
 
@@ -399,7 +399,9 @@ SimResponse SimState::Handle(const SimRequest& request) {
     return {200,
             "{\"major\":\"1\",\"minor\":\"34\",\"gitVersion\":\"v1.34.0-dracpu-sim\","
             "\"platform\":\"linux/amd64\"}",
-            "", false, {}};
+            "",
+            false,
+            {}};
   }
   if (path.rfind(kNodesPrefix, 0) == 0) {
     const std::string name = path.substr(std::string(kNodesPrefix).size());
@@ -434,8 +436,7 @@ SimResponse SimState::Handle(const SimRequest& request) {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = claims_.find(ns + "/" + name);
       if (it == claims_.end()) {
-        return Error(404, "NotFound",
-                     "resourceclaims.resource.k8s.io \"" + name + "\" not found",
+        return Error(404, "NotFound", "resourceclaims.resource.k8s.io \"" + name + "\" not found",
                      "{\"name\":" + JsonString(name) +
                          ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceclaims\"}");
       }
@@ -474,7 +475,9 @@ SimResponse SimState::HandleSlices(const SimRequest& request, const std::string&
             "{\"kind\":\"ResourceSliceList\",\"apiVersion\":\"resource.k8s.io/v1\","
             "\"metadata\":{\"resourceVersion\":\"" +
                 std::to_string(rv_) + "\"},\"items\":[" + items + "]}",
-            "", false, {}};
+            "",
+            false,
+            {}};
   }
   if (request.method == "GET") {
     std::lock_guard<std::mutex> lock(mu_);
@@ -537,7 +540,8 @@ SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
     static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
     for (int attempt = 0; attempt < 100; ++attempt) {
       std::string candidate = generate_name.substr(0, std::min<size_t>(generate_name.size(), 58));
-      for (int i = 0; i < 5; ++i) candidate.push_back(kAlphabet[random_() % (sizeof(kAlphabet) - 1)]);
+      for (int i = 0; i < 5; ++i)
+        candidate.push_back(kAlphabet[random_() % (sizeof(kAlphabet) - 1)]);
       if (slices_.count(candidate) == 0) {
         name = candidate;
         break;
@@ -546,7 +550,8 @@ SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
     SetString(doc, metadata, "name", name);
   }
   if (!GetString(doc, "metadata", "resourceVersion").empty()) {
-    return Error(500, "InternalError", "resourceVersion should not be set on objects to be created");
+    return Error(500, "InternalError",
+                 "resourceVersion should not be set on objects to be created");
   }
   std::vector<FieldError> errors = ValidateResourceSlice(doc, nullptr);
   if (!errors.empty()) return Invalid(name, errors);
@@ -577,8 +582,8 @@ SimResponse SimState::UpdateSlice(const std::string& name, const std::string& bo
   const std::string body_name = GetString(doc, "metadata", "name");
   if (body_name != name) {
     return Error(400, "BadRequest",
-                 "the name of the object (" + body_name +
-                     ") does not match the name on the URL (" + name + ")");
+                 "the name of the object (" + body_name + ") does not match the name on the URL (" +
+                     name + ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto it = slices_.find(name);
@@ -678,7 +683,8 @@ SimState::WatchStart SimState::StartWatch(const std::string& target) {
     }
   }
   if (auto b = q.find("allowWatchBookmarks"); b != q.end()) w.bookmarks = b->second == "true";
-  if (auto t = q.find("timeoutSeconds"); t != q.end()) w.timeout_seconds = std::atoi(t->second.c_str());
+  if (auto t = q.find("timeoutSeconds"); t != q.end())
+    w.timeout_seconds = std::atoi(t->second.c_str());
   std::string rv;
   if (auto r = q.find("resourceVersion"); r != q.end()) rv = r->second;
   std::lock_guard<std::mutex> lock(mu_);
@@ -690,8 +696,8 @@ SimState::WatchStart SimState::StartWatch(const std::string& target) {
       if (MatchesSelector(json, w.selector)) {
         Document doc;
         ParseObject(json, &doc);
-        w.initial.push_back({std::atoll(GetString(doc, "metadata", "resourceVersion").c_str()),
-                             "ADDED", json});
+        w.initial.push_back(
+            {std::atoll(GetString(doc, "metadata", "resourceVersion").c_str()), "ADDED", json});
       }
     }
     w.after = rv_;
@@ -706,7 +712,8 @@ SimState::WatchStart SimState::StartWatch(const std::string& target) {
   // Events after v must all still be in the history.
   if (v < compacted_rv_) {
     w.expired = true;
-    w.expired_message = "too old resource version: " + rv + " (" + std::to_string(compacted_rv_) + ")";
+    w.expired_message =
+        "too old resource version: " + rv + " (" + std::to_string(compacted_rv_) + ")";
   }
   w.after = std::min<int64_t>(v, rv_);
   return w;
@@ -753,7 +760,8 @@ SimState::WatchWake SimState::WaitForEvents(const std::vector<SelectorTerm>& sel
 SimResponse SimState::HandleAdmin(const SimRequest& request, const std::string& path) {
   Document body;
   const bool has_body = !request.body.empty() && ParseObject(request.body, &body);
-  if (!request.body.empty() && !has_body) return Error(400, "BadRequest", "body is not a JSON object");
+  if (!request.body.empty() && !has_body)
+    return Error(400, "BadRequest", "body is not a JSON object");
   auto str = [&](const char* k) { return has_body ? GetString(body, k) : std::string(); };
   auto integer = [&](const char* k, int64_t fallback) -> int64_t {
     if (!has_body || !body.HasMember(k) || !body[k].IsInt64()) return fallback;
@@ -807,7 +815,8 @@ SimResponse SimState::HandleAdmin(const SimRequest& request, const std::string& 
   }
   if (path == "/_sim/resourceclaims" && request.method == "POST") {
     if (!PutResourceClaim(request.body)) {
-      return Error(400, "BadRequest", "a ResourceClaim with metadata.namespace and name is required");
+      return Error(400, "BadRequest",
+                   "a ResourceClaim with metadata.namespace and name is required");
     }
     return {200, ok, "", false, {}};
   }

@@ -8,6 +8,8 @@
 // Thread safety: every method is safe for concurrent use.
 #pragma once
 
+#include <rapidjson/document.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -18,8 +20,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <rapidjson/document.h>
 
 namespace dracpu::sim {
 
@@ -34,7 +34,7 @@ struct SimResponse {
   int status = 200;
   std::string body;
   std::string retry_after;
-  bool drop_connection = false;  // close without answering
+  bool drop_connection = false;       // close without answering
   std::vector<std::string> warnings;  // sent as "Warning: 299 - \"...\"" headers
 };
 
@@ -44,7 +44,7 @@ struct RecordedRequest {
   std::string query;  // raw (percent-encoded)
   std::string authorization;
   std::string body;
-  int status = 0;  // 0 when the connection was dropped by a fault
+  int status = 0;           // 0 when the connection was dropped by a fault
   uint64_t connection = 0;  // which TCP connection carried it (1, 2, ... per server)
 };
 
@@ -132,13 +132,13 @@ class SimState {
 
   static bool IsWatch(const std::string& target);
   struct WatchStart {
-    std::optional<SimResponse> error;     // HTTP error instead of a stream
+    std::optional<SimResponse> error;  // HTTP error instead of a stream
     std::vector<SelectorTerm> selector;
     bool bookmarks = false;
-    int timeout_seconds = 0;              // 0: none
-    int64_t after = 0;                    // stream events with a larger version
-    std::vector<SimWatchEvent> initial;   // synthetic ADDED for a watch without version
-    bool expired = false;                 // send ERROR 410 right away
+    int timeout_seconds = 0;             // 0: none
+    int64_t after = 0;                   // stream events with a larger version
+    std::vector<SimWatchEvent> initial;  // synthetic ADDED for a watch without version
+    bool expired = false;                // send ERROR 410 right away
     std::string expired_message;
     uint64_t expire_epoch = 0;
     uint64_t bookmark_epoch = 0;
@@ -177,17 +177,17 @@ class SimState {
                                            std::vector<std::string>* warnings);
   SimResponse DeleteSlice(const std::string& name, const std::string& body);
   void AppendEvent(const std::string& type, const std::string& object_json);  // mu_ held
-  std::string NewUid();                                                        // mu_ held
+  std::string NewUid();                                                       // mu_ held
 
   const Options options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::mt19937_64 random_;
   int64_t rv_ = 1000;
-  int64_t compacted_rv_ = 1000;  // resuming after a version below this is 410 Expired
-  std::map<std::string, std::string> slices_;   // name -> JSON
-  std::map<std::string, std::string> nodes_;    // name -> JSON
-  std::map<std::string, std::string> claims_;   // "ns/name" -> JSON
+  int64_t compacted_rv_ = 1000;                // resuming after a version below this is 410 Expired
+  std::map<std::string, std::string> slices_;  // name -> JSON
+  std::map<std::string, std::string> nodes_;   // name -> JSON
+  std::map<std::string, std::string> claims_;  // "ns/name" -> JSON
   std::deque<SimWatchEvent> history_;
   std::vector<Fault> faults_;
   std::vector<RecordedRequest> requests_;

@@ -11,9 +11,9 @@
 namespace dracpu::sim {
 namespace {
 
+using testing::GroupedDevice;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
-using testing::GroupedDevice;
 using testing::Slice;
 
 constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
@@ -52,16 +52,16 @@ TEST(SimStateTest, CreateWithGenerateNameSetsServerFields) {
 
 TEST(SimStateTest, InvalidSliceIs422WithACauseNamingTheField) {
   SimState s;
-  SimResponse r = Do(s, "POST", kSlices,
-                     Slice("n1", "{\"name\":\"d\",\"attributes\":{\"x\":{\"int\":1,\"bool\":true}}}", "s1"));
+  SimResponse r =
+      Do(s, "POST", kSlices,
+         Slice("n1", "{\"name\":\"d\",\"attributes\":{\"x\":{\"int\":1,\"bool\":true}}}", "s1"));
   ASSERT_EQ(r.status, 422);
   rapidjson::Document doc = Parse(r.body);
   EXPECT_EQ(Str(doc, "kind"), "Status");
   EXPECT_EQ(Str(doc, "reason"), "Invalid");
   EXPECT_EQ(doc["code"].GetInt(), 422);
-  EXPECT_THAT(Str(doc, "message"),
-              HasSubstr("ResourceSlice.resource.k8s.io \"s1\" is invalid: "
-                        "spec.devices[0].attributes[x]: Invalid value"));
+  EXPECT_THAT(Str(doc, "message"), HasSubstr("ResourceSlice.resource.k8s.io \"s1\" is invalid: "
+                                             "spec.devices[0].attributes[x]: Invalid value"));
   EXPECT_EQ(std::string(doc["details"]["causes"][0]["field"].GetString()),
             "spec.devices[0].attributes[x]");
   EXPECT_THAT(s.ResourceSlices(), SizeIs(0));
@@ -79,8 +79,9 @@ TEST(SimStateTest, UnknownFieldsAreDroppedWithAWarningOrRefusedWhenStrict) {
   EXPECT_THAT(strict.body, HasSubstr("spec.devices[0].allowMultipleAllocation"));
   SimResponse lenient = Do(s, "POST", kSlices, slice);
   ASSERT_EQ(lenient.status, 201) << lenient.body;
-  EXPECT_THAT(lenient.warnings, ::testing::ElementsAre("unknown field \"spec.colour\"",
-                                                       "unknown field \"spec.devices[0].allowMultipleAllocation\""));
+  EXPECT_THAT(lenient.warnings,
+              ::testing::ElementsAre("unknown field \"spec.colour\"",
+                                     "unknown field \"spec.devices[0].allowMultipleAllocation\""));
   EXPECT_THAT(lenient.body, ::testing::Not(HasSubstr("colour")));
   EXPECT_THAT(s.Warnings(), SizeIs(2));
 }
@@ -102,7 +103,8 @@ TEST(SimStateTest, UpdateNeedsTheCurrentResourceVersion) {
   ASSERT_EQ(created.status, 201);
   rapidjson::Document doc = Parse(created.body);
   const std::string rv = Str(doc, "metadata", "resourceVersion");
-  SimResponse ok = Do(s, "PUT", std::string(kSlices) + "/s1", Slice("n1", GroupedDevice(0, 4), "s1"));
+  SimResponse ok =
+      Do(s, "PUT", std::string(kSlices) + "/s1", Slice("n1", GroupedDevice(0, 4), "s1"));
   // Without a resourceVersion: 422, as the real server.
   EXPECT_EQ(ok.status, 422) << ok.body;
   std::string with_rv = Slice("n1", GroupedDevice(0, 4), "s1");
@@ -124,12 +126,14 @@ TEST(SimStateTest, DeletePreconditions) {
   SimState s;
   rapidjson::Document doc = Parse(Do(s, "POST", kSlices, Slice("n1", "", "s1")).body);
   const std::string uid = Str(doc, "metadata", "uid");
-  SimResponse wrong = Do(s, "DELETE", std::string(kSlices) + "/s1",
-                         "{\"preconditions\":{\"uid\":\"other\"}}");
+  SimResponse wrong =
+      Do(s, "DELETE", std::string(kSlices) + "/s1", "{\"preconditions\":{\"uid\":\"other\"}}");
   EXPECT_EQ(wrong.status, 409);
   EXPECT_THAT(wrong.body, HasSubstr("Precondition failed: UID in precondition: other"));
-  EXPECT_EQ(Do(s, "DELETE", std::string(kSlices) + "/s1",
-               "{\"preconditions\":{\"uid\":\"" + uid + "\"}}").status, 200);
+  EXPECT_EQ(
+      Do(s, "DELETE", std::string(kSlices) + "/s1", "{\"preconditions\":{\"uid\":\"" + uid + "\"}}")
+          .status,
+      200);
   SimResponse gone = Do(s, "DELETE", std::string(kSlices) + "/s1");
   EXPECT_EQ(gone.status, 404);
   EXPECT_THAT(gone.body, HasSubstr("\"reason\":\"NotFound\""));
@@ -148,14 +152,17 @@ TEST(SimStateTest, ListFiltersByFieldSelector) {
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "a")).status, 201);
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n2", "", "b")).status, 201);
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "c", "other.example.com")).status, 201);
-  SimResponse r = Do(s, "GET", std::string(kSlices) +
-                                   "?fieldSelector=spec.nodeName%3Dn1%2Cspec.driver%3Ddra.cpu");
+  SimResponse r = Do(
+      s, "GET", std::string(kSlices) + "?fieldSelector=spec.nodeName%3Dn1%2Cspec.driver%3Ddra.cpu");
   ASSERT_EQ(r.status, 200);
   rapidjson::Document doc = Parse(r.body);
   ASSERT_EQ(doc["items"].Size(), 1u);
   EXPECT_EQ(Str(doc["items"][0], "metadata", "name"), "a");
   EXPECT_EQ(Str(doc, "metadata", "resourceVersion"), std::to_string(s.resource_version()));
-  EXPECT_EQ(Parse(Do(s, "GET", std::string(kSlices) + "?fieldSelector=spec.nodeName!%3Dn1").body)["items"].Size(), 1u);
+  EXPECT_EQ(
+      Parse(Do(s, "GET", std::string(kSlices) + "?fieldSelector=spec.nodeName!%3Dn1").body)["items"]
+          .Size(),
+      1u);
   EXPECT_EQ(Do(s, "GET", std::string(kSlices) + "?fieldSelector=spec.color%3Dred").status, 400);
 }
 
@@ -219,17 +226,19 @@ TEST(SimStateTest, WatchFromACompactedVersionExpires) {
     ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", name)).status, 201);
   }
   // Three events, two kept: resuming from the start misses "a".
-  SimState::WatchStart w = s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
-                                        std::to_string(start));
+  SimState::WatchStart w =
+      s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" + std::to_string(start));
   EXPECT_TRUE(w.expired);
-  SimState::WatchStart ok = s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
-                                         std::to_string(start + 1));
+  SimState::WatchStart ok = s.StartWatch(
+      std::string(kSlices) + "?watch=true&resourceVersion=" + std::to_string(start + 1));
   EXPECT_FALSE(ok.expired);
   s.CompactHistory();
-  EXPECT_TRUE(s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
-                           std::to_string(start + 2)).expired);
-  EXPECT_FALSE(s.StartWatch(std::string(kSlices) + "?watch=true&resourceVersion=" +
-                            std::to_string(s.resource_version())).expired);
+  EXPECT_TRUE(s.StartWatch(std::string(kSlices) +
+                           "?watch=true&resourceVersion=" + std::to_string(start + 2))
+                  .expired);
+  EXPECT_FALSE(s.StartWatch(std::string(kSlices) +
+                            "?watch=true&resourceVersion=" + std::to_string(s.resource_version()))
+                   .expired);
   SimState::WatchStart fresh = s.StartWatch(std::string(kSlices) + "?watch=true");
   EXPECT_THAT(fresh.initial, SizeIs(3)) << "a watch without a version starts with ADDED for all";
 }
@@ -243,21 +252,24 @@ TEST(SimStateTest, WaitForEventsDeliversInOrderAndFilters) {
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n1", "", "a")).status, 201);
   ASSERT_EQ(Do(s, "POST", kSlices, Slice("n2", "", "b")).status, 201);
   ASSERT_TRUE(s.DeleteResourceSlice("a"));
-  SimState::WatchWake wake = s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
-                                             std::chrono::steady_clock::now());
+  SimState::WatchWake wake =
+      s.WaitForEvents(selector, &after, &expire, &bookmark, 0, std::chrono::steady_clock::now());
   ASSERT_THAT(wake.events, SizeIs(2));
   EXPECT_EQ(wake.events[0].type, "ADDED");
   EXPECT_EQ(wake.events[1].type, "DELETED");
   EXPECT_EQ(after, s.resource_version());
   s.RequestBookmarks();
   EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
-                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).bookmark);
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10))
+                  .bookmark);
   s.ExpireWatches();
   EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
-                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).expired);
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10))
+                  .expired);
   s.DropWatches();
   EXPECT_TRUE(s.WaitForEvents(selector, &after, &expire, &bookmark, 0,
-                              std::chrono::steady_clock::now() + std::chrono::seconds(10)).dropped);
+                              std::chrono::steady_clock::now() + std::chrono::seconds(10))
+                  .dropped);
 }
 
 }  // namespace

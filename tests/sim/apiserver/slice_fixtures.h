@@ -16,8 +16,8 @@ inline std::string GroupedDevice(int index, int cpus) {
   return std::string("{\"name\":\"") + name +
          "\",\"attributes\":{\"resource.kubernetes.io/numaNode\":{\"int\":" + i +
          "},\"dra.cpu/socketID\":{\"int\":0},\"dra.cpu/smtEnabled\":{\"bool\":true},"
-         "\"dra.cpu/numCPUs\":{\"int\":" + n + "},\"dra.cpu/numaNodeID\":{\"int\":" + i +
-         "},\"dra.net/numaNode\":{\"int\":" + i +
+         "\"dra.cpu/numCPUs\":{\"int\":" +
+         n + "},\"dra.cpu/numaNodeID\":{\"int\":" + i + "},\"dra.net/numaNode\":{\"int\":" + i +
          "}},\"capacity\":{\"dra.cpu/cpu\":{\"value\":\"" + n +
          "\",\"requestPolicy\":{\"default\":\"1\",\"validRange\":{\"min\":\"1\",\"max\":\"" + n +
          "\",\"step\":\"1\"}}}},\"allowMultipleAllocations\":true}";
@@ -29,8 +29,8 @@ inline std::string IndividualDevice(int index) {
   std::snprintf(name, sizeof(name), "cpudev%03d", index);
   return std::string("{\"name\":\"") + name +
          "\",\"attributes\":{\"resource.kubernetes.io/numaNode\":{\"int\":0},"
-         "\"dra.cpu/cpuID\":{\"int\":" + std::to_string(index) +
-         "},\"dra.cpu/coreType\":{\"string\":\"standard\"}}}";
+         "\"dra.cpu/cpuID\":{\"int\":" +
+         std::to_string(index) + "},\"dra.cpu/coreType\":{\"string\":\"standard\"}}}";
 }
 
 // A slice for `node` with `devices` (a JSON array body, without brackets). Named when `name` is
@@ -38,9 +38,9 @@ inline std::string IndividualDevice(int index) {
 inline std::string Slice(const std::string& node, const std::string& devices,
                          const std::string& name = "", const std::string& driver = "dra.cpu",
                          int generation = 1, int count = 1) {
-  const std::string metadata =
-      name.empty() ? "{\"generateName\":\"00000-" + driver + "-" + node + "-\"}"
-                   : "{\"name\":\"" + name + "\"}";
+  const std::string metadata = name.empty()
+                                   ? "{\"generateName\":\"00000-" + driver + "-" + node + "-\"}"
+                                   : "{\"name\":\"" + name + "\"}";
   return "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\"metadata\":" +
          metadata + ",\"spec\":{\"driver\":\"" + driver + "\",\"nodeName\":\"" + node +
          "\",\"pool\":{\"name\":\"" + node + "\",\"generation\":" + std::to_string(generation) +

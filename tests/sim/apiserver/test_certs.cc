@@ -48,7 +48,8 @@ Result<CertPair> GenerateSelfSignedCert(const std::string& common_name) {
   X509_set_pubkey(cert.get(), key.get());
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1, 0);
+                             reinterpret_cast<const unsigned char*>(common_name.c_str()), -1, -1,
+                             0);
   X509_set_issuer_name(cert.get(), name);
   if (!AddExtension(cert.get(), NID_basic_constraints, "critical,CA:TRUE") ||
       !AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyCertSign") ||

@@ -43,9 +43,9 @@ class Errors {
     errors_.push_back({field, "Invalid value", "FieldValueInvalid", value + ": " + detail});
   }
   void TooMany(const std::string& field, size_t have, size_t max) {
-    errors_.push_back({field, "Too many", "FieldValueTooMany",
-                       std::to_string(have) + ": must have at most " + std::to_string(max) +
-                           " items"});
+    errors_.push_back(
+        {field, "Too many", "FieldValueTooMany",
+         std::to_string(have) + ": must have at most " + std::to_string(max) + " items"});
   }
   void TooLong(const std::string& field, size_t max) {
     errors_.push_back({field, "Too long", "FieldValueTooLong",
@@ -99,7 +99,7 @@ void ValidateAttribute(const Value& attr, const std::string& field, Errors& e) {
     e.Invalid(field, DescribeValue(attr), "must be an object");
     return;
   }
-  static const char* const kTypes[] = {"int", "bool", "string", "version",
+  static const char* const kTypes[] = {"int",  "bool",  "string",  "version",
                                        "ints", "bools", "strings", "versions"};
   int set = 0;
   for (const char* t : kTypes) set += Member(attr, t) != nullptr ? 1 : 0;
@@ -130,7 +130,8 @@ void ValidateAttribute(const Value& attr, const std::string& field, Errors& e) {
     } else if (v->GetStringLength() > kMaxAttributeValueLength) {
       e.TooLong(field + ".version", kMaxAttributeValueLength);
     } else if (!IsSemver(v->GetString())) {
-      e.Invalid(field + ".version", Quoted(v->GetString()), "must be a string compatible with semver.org spec 2.0.0");
+      e.Invalid(field + ".version", Quoted(v->GetString()),
+                "must be a string compatible with semver.org spec 2.0.0");
     }
   }
   for (const char* list : {"ints", "bools", "strings", "versions"}) {
@@ -144,7 +145,7 @@ void ValidateAttribute(const Value& attr, const std::string& field, Errors& e) {
       const Value& item = (*v)[i];
       const std::string f = field + "." + list + "[" + std::to_string(i) + "]";
       const std::string_view kind(list);
-      const bool ok = kind == "ints" ? item.IsInt64()
+      const bool ok = kind == "ints"    ? item.IsInt64()
                       : kind == "bools" ? item.IsBool()
                                         : item.IsString();
       if (!ok) {
@@ -173,7 +174,9 @@ void ValidateCapacity(const Value& cap, const std::string& field, Errors& e) {
   const Value* valid_values = Member(*policy, "validValues");
   const Value* valid_range = Member(*policy, "validRange");
   if (valid_values != nullptr && valid_range != nullptr) {
-    e.Forbidden(pf, "exactly one policy can be specified, cannot specify \"validValues\" and \"validRange\"");
+    e.Forbidden(
+        pf,
+        "exactly one policy can be specified, cannot specify \"validValues\" and \"validRange\"");
   }
   if (valid_values != nullptr) {
     if (!valid_values->IsArray()) {
@@ -266,9 +269,13 @@ void ValidateDevice(const Value& device, const std::string& field, bool per_devi
     if (Member(device, k) != nullptr) ++node_fields;
   }
   if (per_device_nodes && node_fields != 1) {
-    e.Invalid(field, "{...}", "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is set to true in the ResourceSlice spec");
+    e.Invalid(field, "{...}",
+              "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
+              "`perDeviceNodeSelection` is set to true in the ResourceSlice spec");
   } else if (!per_device_nodes && node_fields != 0) {
-    e.Invalid(field, "{...}", "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice Spec");
+    e.Invalid(field, "{...}",
+              "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
+              "`perDeviceNodeSelection` is set to true in the ResourceSlice Spec");
   }
 }
 
@@ -289,11 +296,17 @@ struct Shape {
 const Shape& SliceShape() {
   static const Shape* const shape = [] {
     auto* range = new Shape{{{"min", nullptr}, {"max", nullptr}, {"step", nullptr}}};
-    auto* policy = new Shape{{{"default", nullptr}, {"validValues", nullptr}, {"validRange", range}}};
+    auto* policy =
+        new Shape{{{"default", nullptr}, {"validValues", nullptr}, {"validRange", range}}};
     auto* capacity = new Shape{{{"value", nullptr}, {"requestPolicy", policy}}};
-    auto* attribute = new Shape{{{"int", nullptr}, {"bool", nullptr}, {"string", nullptr},
-                                 {"version", nullptr}, {"ints", nullptr}, {"bools", nullptr},
-                                 {"strings", nullptr}, {"versions", nullptr}}};
+    auto* attribute = new Shape{{{"int", nullptr},
+                                 {"bool", nullptr},
+                                 {"string", nullptr},
+                                 {"version", nullptr},
+                                 {"ints", nullptr},
+                                 {"bools", nullptr},
+                                 {"strings", nullptr},
+                                 {"versions", nullptr}}};
     auto* attributes = new Shape{{}, nullptr, attribute, true};
     auto* capacities = new Shape{{}, nullptr, capacity, true};
     auto* device = new Shape{{{"name", nullptr},
@@ -311,7 +324,8 @@ const Shape& SliceShape() {
                               {"nodeAllocatableResources", nullptr},
                               {"nodeAllocatableResourceMappings", nullptr}}};
     auto* devices = new Shape{{}, device};
-    auto* pool = new Shape{{{"name", nullptr}, {"generation", nullptr}, {"resourceSliceCount", nullptr}}};
+    auto* pool =
+        new Shape{{{"name", nullptr}, {"generation", nullptr}, {"resourceSliceCount", nullptr}}};
     auto* spec = new Shape{{{"driver", nullptr},
                             {"pool", pool},
                             {"nodeName", nullptr},
@@ -322,8 +336,11 @@ const Shape& SliceShape() {
                             {"sharedCounters", nullptr},
                             {"partitionTypeAttribute", nullptr},
                             {"skipNodeOperations", nullptr}}};
-    auto* owner = new Shape{{{"apiVersion", nullptr}, {"kind", nullptr}, {"name", nullptr},
-                             {"uid", nullptr}, {"controller", nullptr},
+    auto* owner = new Shape{{{"apiVersion", nullptr},
+                             {"kind", nullptr},
+                             {"name", nullptr},
+                             {"uid", nullptr},
+                             {"controller", nullptr},
                              {"blockOwnerDeletion", nullptr}}};
     auto* owners = new Shape{{}, owner};
     auto* metadata = new Shape{{{"name", nullptr},
@@ -341,8 +358,8 @@ const Shape& SliceShape() {
                                 {"ownerReferences", owners},
                                 {"finalizers", nullptr},
                                 {"managedFields", nullptr}}};
-    return new Shape{{{"apiVersion", nullptr}, {"kind", nullptr}, {"metadata", metadata},
-                      {"spec", spec}}};
+    return new Shape{
+        {{"apiVersion", nullptr}, {"kind", nullptr}, {"metadata", metadata}, {"spec", spec}}};
   }();
   return *shape;
 }
@@ -390,13 +407,15 @@ void ValidateOwnerReferences(const Value& slice, Errors& e) {
     const Value& o = (*owners)[i];
     const std::string f = "metadata.ownerReferences[" + std::to_string(i) + "]";
     for (const char* k : {"apiVersion", "kind", "name", "uid"}) {
-      if (StringAt(o, k).empty()) e.Invalid(f + "." + k, "\"\"", std::string(k) + " must not be empty");
+      if (StringAt(o, k).empty())
+        e.Invalid(f + "." + k, "\"\"", std::string(k) + " must not be empty");
     }
     const Value* controller = Member(o, "controller");
     if (controller != nullptr && controller->IsBool() && controller->GetBool()) ++controllers;
   }
   if (controllers > 1) {
-    e.Invalid("metadata.ownerReferences", "[...]", "Only one reference can have Controller set to true");
+    e.Invalid("metadata.ownerReferences", "[...]",
+              "Only one reference can have Controller set to true");
   }
 }
 
@@ -409,7 +428,9 @@ std::vector<std::string> PruneUnknownSliceFields(rapidjson::Value& slice,
   return removed;
 }
 
-std::string FieldError::ToString() const { return field + ": " + type + (detail.empty() ? "" : ": " + detail); }
+std::string FieldError::ToString() const {
+  return field + ": " + type + (detail.empty() ? "" : ": " + detail);
+}
 
 bool IsDnsLabel(const std::string& s) {
   static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
@@ -462,7 +483,9 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
   } else if (driver.size() > kMaxDriverLength) {
     e.TooLong("spec.driver", kMaxDriverLength);
   } else if (!IsDnsSubdomain(driver)) {
-    e.Invalid("spec.driver", Quoted(driver), "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character");
+    e.Invalid("spec.driver", Quoted(driver),
+              "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+              "'-' or '.', and must start and end with an alphanumeric character");
   }
   const Value* pool = Member(*spec, "pool");
   if (pool == nullptr) {
@@ -488,12 +511,13 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
     }
     const Value* generation = Member(*pool, "generation");
     if (generation != nullptr && (!generation->IsInt64() || generation->GetInt64() < 0)) {
-      e.Invalid("spec.pool.generation", DescribeValue(*generation), "must be greater than or equal to 0");
+      e.Invalid("spec.pool.generation", DescribeValue(*generation),
+                "must be greater than or equal to 0");
     }
     const Value* count = Member(*pool, "resourceSliceCount");
     if (count == nullptr || !count->IsInt64() || count->GetInt64() <= 0) {
-      e.Invalid("spec.pool.resourceSliceCount",
-                count == nullptr ? "0" : DescribeValue(*count), "must be greater than zero");
+      e.Invalid("spec.pool.resourceSliceCount", count == nullptr ? "0" : DescribeValue(*count),
+                "must be greater than zero");
     }
   }
   int node_fields = 0;
@@ -501,22 +525,30 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
   if (!node_name.empty()) {
     ++node_fields;
     if (!IsDnsSubdomain(node_name)) {
-      e.Invalid("spec.nodeName", Quoted(node_name), "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character");
+      e.Invalid("spec.nodeName", Quoted(node_name),
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character");
     }
   }
   if (Member(*spec, "nodeSelector") != nullptr) ++node_fields;
   const Value* all_nodes = Member(*spec, "allNodes");
   if (all_nodes != nullptr && all_nodes->IsBool() && all_nodes->GetBool()) ++node_fields;
   const Value* per_device = Member(*spec, "perDeviceNodeSelection");
-  const bool per_device_nodes = per_device != nullptr && per_device->IsBool() && per_device->GetBool();
+  const bool per_device_nodes =
+      per_device != nullptr && per_device->IsBool() && per_device->GetBool();
   if (per_device_nodes) ++node_fields;
   if (node_fields == 0) {
-    e.Required("spec", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required");
+    e.Required("spec",
+               "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
+               "required");
   } else if (node_fields > 1) {
-    e.Invalid("spec", "{...}", "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required, but multiple fields are set");
+    e.Invalid("spec", "{...}",
+              "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
+              "required, but multiple fields are set");
   }
   const Value* devices = Member(*spec, "devices");
-  if (devices != nullptr && Member(*spec, "sharedCounters") != nullptr && devices->IsArray() && !devices->Empty()) {
+  if (devices != nullptr && Member(*spec, "sharedCounters") != nullptr && devices->IsArray() &&
+      !devices->Empty()) {
     e.Forbidden("spec", "only one of `devices` and `sharedCounters` may be set");
   }
   if (devices != nullptr) {
@@ -525,7 +557,8 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
     } else {
       bool taints_or_counters = false;
       for (const Value& d : devices->GetArray()) {
-        if (Member(d, "taints") != nullptr || Member(d, "consumesCounters") != nullptr) taints_or_counters = true;
+        if (Member(d, "taints") != nullptr || Member(d, "consumesCounters") != nullptr)
+          taints_or_counters = true;
         if (const Value* attrs = Member(d, "attributes"); attrs != nullptr && attrs->IsObject()) {
           for (const auto& m : attrs->GetObject()) {
             for (const char* list : {"ints", "bools", "strings", "versions"}) {
@@ -540,7 +573,8 @@ std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* o
       } else {
         std::set<std::string> names;
         for (rapidjson::SizeType i = 0; i < devices->Size(); ++i) {
-          ValidateDevice((*devices)[i], "spec.devices[" + std::to_string(i) + "]", per_device_nodes, names, e);
+          ValidateDevice((*devices)[i], "spec.devices[" + std::to_string(i) + "]", per_device_nodes,
+                         names, e);
         }
       }
     }

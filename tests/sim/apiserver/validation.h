@@ -35,7 +35,7 @@ std::vector<std::string> PruneUnknownSliceFields(rapidjson::Value& slice,
 bool IsDnsLabel(const std::string& s);      // RFC 1123 label, <= 63
 bool IsDnsSubdomain(const std::string& s);  // RFC 1123 subdomain, <= 253
 bool IsCIdentifier(const std::string& s);
-bool IsQuantity(const std::string& s);      // Kubernetes resource.Quantity syntax
+bool IsQuantity(const std::string& s);  // Kubernetes resource.Quantity syntax
 bool IsSemver(const std::string& s);
 
 }  // namespace dracpu::sim

@@ -11,10 +11,10 @@
 namespace dracpu::sim {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using testing::GroupedDevice;
+using ::testing::HasSubstr;
 using testing::IndividualDevices;
+using ::testing::IsEmpty;
 using testing::Slice;
 
 std::vector<FieldError> Validate(const std::string& json, const std::string& old_json = "") {
@@ -55,19 +55,23 @@ TEST_P(ValidationBadTest, NamesTheField) {
   ASSERT_FALSE(errors.empty());
   bool found = false;
   for (const FieldError& e : errors) {
-    if (e.field == c.want_field && e.ToString().find(c.want_text) != std::string::npos) found = true;
+    if (e.field == c.want_field && e.ToString().find(c.want_text) != std::string::npos)
+      found = true;
   }
-  EXPECT_TRUE(found) << "want " << c.want_field << " / " << c.want_text << ", got:\n" << All(errors);
+  EXPECT_TRUE(found) << "want " << c.want_field << " / " << c.want_text << ", got:\n"
+                     << All(errors);
 }
 
 std::string Device(const std::string& name, const std::string& attributes,
                    const std::string& capacity = "{}") {
-  return "{\"name\":\"" + name + "\",\"attributes\":" + attributes + ",\"capacity\":" + capacity + "}";
+  return "{\"name\":\"" + name + "\",\"attributes\":" + attributes + ",\"capacity\":" + capacity +
+         "}";
 }
 
 std::string ManyAttributes(int n) {
   std::string out = "{";
-  for (int i = 0; i < n; ++i) out += (i ? "," : "") + std::string("\"a") + std::to_string(i) + "\":{\"int\":1}";
+  for (int i = 0; i < n; ++i)
+    out += (i ? "," : "") + std::string("\"a") + std::to_string(i) + "\":{\"int\":1}";
   return out + "}";
 }
 
@@ -76,23 +80,32 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"TooManyDevices", Slice("n1", IndividualDevices(129), "s"), "spec.devices",
                 "Too many: 129: must have at most 128 items"},
-        BadCase{"TooManyDevicesWithTaints",
-                Slice("n1", IndividualDevices(64) +
-                                ",{\"name\":\"t\",\"taints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}",
-                      "s"),
-                "spec.devices", "must have at most 64 items"},
+        BadCase{
+            "TooManyDevicesWithTaints",
+            Slice("n1",
+                  IndividualDevices(64) +
+                      ",{\"name\":\"t\",\"taints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}",
+                  "s"),
+            "spec.devices", "must have at most 64 items"},
         BadCase{"TooManyDevicesWithListAttributes",
-                Slice("n1", IndividualDevices(64) +
-                                ",{\"name\":\"l\",\"attributes\":{\"resource.kubernetes.io/pcieRoot\":"
-                                "{\"strings\":[\"pci0000:00\"]}}}",
+                Slice("n1",
+                      IndividualDevices(64) +
+                          ",{\"name\":\"l\",\"attributes\":{\"resource.kubernetes.io/pcieRoot\":"
+                          "{\"strings\":[\"pci0000:00\"]}}}",
                       "s"),
                 "spec.devices", "must have at most 64 items"},
         BadCase{"TooManyAttributeValues",
-                Slice("n1", Device("d", "{\"x\":{\"ints\":[" + [] {
-                        std::string v;
-                        for (int i = 0; i < 49; ++i) v += (i ? "," : "") + std::to_string(i);
-                        return v;
-                      }() + "]}}"), "s"),
+                Slice("n1",
+                      Device(
+                          "d", "{\"x\":{\"ints\":[" +
+                                   [] {
+                                     std::string v;
+                                     for (int i = 0; i < 49; ++i)
+                                       v += (i ? "," : "") + std::to_string(i);
+                                     return v;
+                                   }() +
+                                   "]}}"),
+                      "s"),
                 "spec.devices[0].attributes", "Too many: 49: must have at most 48 items"},
         BadCase{"DeviceNameNotDnsLabel", Slice("n1", Device("CPU_0", "{}"), "s"),
                 "spec.devices[0].name", "Invalid value: \"CPU_0\""},
@@ -106,17 +119,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.devices[0].attributes[dra.cpu/x]", "exactly one value must be specified"},
         BadCase{"NoValueType", Slice("n1", Device("d", "{\"dra.cpu/x\":{}}"), "s"),
                 "spec.devices[0].attributes[dra.cpu/x]", "Required value"},
-        BadCase{"StringTooLong",
-                Slice("n1", Device("d", "{\"x\":{\"string\":\"" + std::string(65, 'a') + "\"}}"), "s"),
-                "spec.devices[0].attributes[x].string", "Too long: may not be more than 64 bytes"},
+        BadCase{
+            "StringTooLong",
+            Slice("n1", Device("d", "{\"x\":{\"string\":\"" + std::string(65, 'a') + "\"}}"), "s"),
+            "spec.devices[0].attributes[x].string", "Too long: may not be more than 64 bytes"},
         BadCase{"BadVersion", Slice("n1", Device("d", "{\"v\":{\"version\":\"1.2\"}}"), "s"),
                 "spec.devices[0].attributes[v].version", "semver"},
         BadCase{"AttributeIdNotCIdentifier",
                 Slice("n1", Device("d", "{\"dra.cpu/1abc\":{\"int\":1}}"), "s"),
                 "spec.devices[0].attributes[dra.cpu/1abc]", "C identifier"},
-        BadCase{"AttributeIdTooLong",
-                Slice("n1", Device("d", "{\"dra.cpu/" + std::string(33, 'a') + "\":{\"int\":1}}"), "s"),
-                "spec.devices[0].attributes[dra.cpu/" + std::string(33, 'a') + "]", "Too long"},
+        BadCase{
+            "AttributeIdTooLong",
+            Slice("n1", Device("d", "{\"dra.cpu/" + std::string(33, 'a') + "\":{\"int\":1}}"), "s"),
+            "spec.devices[0].attributes[dra.cpu/" + std::string(33, 'a') + "]", "Too long"},
         BadCase{"AttributeDomainInvalid",
                 Slice("n1", Device("d", "{\"Dra_Cpu/x\":{\"int\":1}}"), "s"),
                 "spec.devices[0].attributes[Dra_Cpu/x]", "RFC 1123 subdomain"},
@@ -126,23 +141,26 @@ INSTANTIATE_TEST_SUITE_P(
                 Slice("n1", Device("d", "{}", "{\"dra.cpu/cpu\":{\"value\":\"lots\"}}"), "s"),
                 "spec.devices[0].capacity[dra.cpu/cpu].value", "must be a quantity"},
         BadCase{"RequestPolicyBothKinds",
-                Slice("n1", Device("d", "{}",
-                                   "{\"c\":{\"value\":\"4\",\"requestPolicy\":{\"validValues\":[\"1\"],"
-                                   "\"validRange\":{\"min\":\"1\"}}}}"),
+                Slice("n1",
+                      Device("d", "{}",
+                             "{\"c\":{\"value\":\"4\",\"requestPolicy\":{\"validValues\":[\"1\"],"
+                             "\"validRange\":{\"min\":\"1\"}}}}"),
                       "s"),
                 "spec.devices[0].capacity[c].requestPolicy", "exactly one policy"},
-        BadCase{"NoPoolCount",
-                "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"dra.cpu\",\"nodeName\":\"n\","
-                "\"pool\":{\"name\":\"n\",\"generation\":0}}}",
-                "spec.pool.resourceSliceCount", "must be greater than zero"},
+        BadCase{
+            "NoPoolCount",
+            "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"dra.cpu\",\"nodeName\":\"n\","
+            "\"pool\":{\"name\":\"n\",\"generation\":0}}}",
+            "spec.pool.resourceSliceCount", "must be greater than zero"},
         BadCase{"NoNodeSelection",
                 "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"dra.cpu\","
                 "\"pool\":{\"name\":\"n\",\"resourceSliceCount\":1}}}",
                 "spec", "exactly one of `nodeName`"},
-        BadCase{"NodeNameAndAllNodes",
-                "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"dra.cpu\",\"nodeName\":\"n\","
-                "\"allNodes\":true,\"pool\":{\"name\":\"n\",\"resourceSliceCount\":1}}}",
-                "spec", "multiple fields are set"},
+        BadCase{
+            "NodeNameAndAllNodes",
+            "{\"metadata\":{\"name\":\"s\"},\"spec\":{\"driver\":\"dra.cpu\",\"nodeName\":\"n\","
+            "\"allNodes\":true,\"pool\":{\"name\":\"n\",\"resourceSliceCount\":1}}}",
+            "spec", "multiple fields are set"},
         BadCase{"DriverNotLowerCase", Slice("n1", "", "s", "DRA.cpu"), "spec.driver",
                 "RFC 1123 subdomain"},
         BadCase{"BadSliceName", Slice("n1", "", "Bad_Name"), "metadata.name", "RFC 1123"}),
