@@ -109,8 +109,14 @@ class RuntimeSimTest : public ::testing::Test {
     for (int i = 0; i < 100000 && !done(); ++i) ASSERT_THAT(loop_->RunOnce(100ms), IsOk());
     ASSERT_TRUE(done());
   }
+  // Stops early when the plugin was dropped, so a broken framing fails here, not by hanging.
   void WaitReady() {
-    RunUntil([&] { return sim_->plugin_state() == RuntimeSimulator::PluginState::kReady; });
+    RunUntil([&] {
+      return sim_->plugin_state() == RuntimeSimulator::PluginState::kReady ||
+             handler_.disconnected.has_value();
+    });
+    ASSERT_EQ(sim_->plugin_state(), RuntimeSimulator::PluginState::kReady)
+        << "plugin dropped: " << sim_->last_drop().ToString();
   }
   Status Create(const std::string& id, std::vector<std::string> env) {
     std::optional<Status> result;
@@ -403,6 +409,32 @@ TEST_F(RuntimeSimTest, AppliesCpusetsToRealProcessesWhenAsked) {
   EXPECT_TRUE(CPU_ISSET(cpu, &got));
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
+}
+
+TEST_F(RuntimeSimTest, LargeRepliesAndRequestsFromOurPluginPassGosReader) {
+  // Both directions carry messages well over 4096 bytes: the Synchronize answer on connection 1
+  // and an UpdateContainers call on connection 2. Go's reader (emulated) accepts them only if
+  // the plugin frames them as 4096 + rest.
+  StartSim();
+  for (int i = 0; i < 2000; ++i) {
+    const std::string id = "c" + std::to_string(i);
+    sim_->AddRunning(nri::Pod{"sb", "p", "u", "ns", {}, {}},
+                     nri::Container{id, "sb", id, {}, {}, {}, {"0-63", ""}, 0});
+    handler_.sync_updates.push_back({id, {"0-31", ""}, false});
+  }
+  StartPlugin();
+  WaitReady();
+  EXPECT_EQ(CpusOf("c1999"), "0-31");
+  std::vector<nri::CpusetUpdate> updates;
+  for (int i = 0; i < 2000; ++i) updates.push_back({"c" + std::to_string(i), {"32-63", ""}, true});
+  std::optional<Result<std::vector<nri::CpusetUpdate>>> failed;
+  plugin_->UpdateContainers(updates, [&](auto r) { failed = std::move(r); });
+  RunUntil([&] { return failed.has_value(); });
+  ASSERT_THAT(*failed, IsOk());
+  EXPECT_TRUE((*failed)->empty());
+  EXPECT_EQ(CpusOf("c0"), "32-63");
+  EXPECT_FALSE(sim_->runtime_server_dead());
+  EXPECT_EQ(sim_->plugin_state(), RuntimeSimulator::PluginState::kReady);
 }
 
 TEST(NriVersion, MinorTable) {
