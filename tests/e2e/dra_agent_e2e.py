@@ -167,6 +167,12 @@ def main():
         check(rc == 0 and reg.get("chosen") == "v1.DRAPlugin", "kubelet registers the plugin over v1: %s" % reg)
         wait_for(lambda: http_get(node.http + "/readyz")[0] == 200, "/readyz 200 after registration")
 
+        rc, health = node.kubelet_cmd("health", "1")
+        check(rc == 0 and sorted(d["device"] for d in health[0]) == ["cpudevnuma000", "cpudevnuma001"],
+              "health stream lists both NUMA devices: %s" % health)
+        check(all(d["health"] == "Healthy" and d["timeoutSeconds"] == 30 for d in health[0]),
+              "devices Healthy (nri-agent within its start-up grace), timeout 30 s")
+
         rc, out = node.kubelet_cmd("prepare", "default/claim-%s/%s" % (uid1, uid1))
         check(rc == 0 and out[uid1]["error"] == "", "grouped claim prepared: %s" % out)
         dev = out[uid1]["devices"][0]
