@@ -163,6 +163,59 @@ TEST_F(PreparerTest, ConcurrentClaimsNeverOverlap) {
   EXPECT_GE((topology_.online - all).Count(), 1);
 }
 
+// Issue 6: 100 claims prepared concurrently on a 1024-CPU machine (8 sockets x 64 cores x SMT2),
+// one kubelet call per claim on 8 threads: every claim succeeds, no CPU is held twice, every
+// claim's CPUs are whole cores inside its NUMA node, and the CDI specs agree with shared memory.
+TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
+  preparer_.reset();
+  segment_ = shm::Segment::Open(dir_.File("big.shm"), shm::testing::TestOptions(shm::Role::kDraAgent, 256)).value();
+  topology_ = testing::SyntheticTopology({8, 1, 64, 2});
+  index_ = std::make_unique<allocator::TopologyIndex>(allocator::TopologyIndex::Build(topology_).value());
+  CatalogOptions co;
+  catalog_ = BuildDeviceCatalog(topology_, co).value();
+  PreparerOptions po;
+  po.pool_name = "node-a";
+  auto fetch = [this](const std::string& ns, const std::string& name) -> Result<std::string> {
+    std::lock_guard lock(mu_);
+    auto it = claims_.find(ns + "/" + name);
+    if (it == claims_.end()) return NotFoundError(name);
+    return it->second;
+  };
+  preparer_ = std::make_unique<CpuClaimPreparer>(topology_, *index_, catalog_, *segment_, *cdi_, fetch, po, nullptr);
+  std::vector<ClaimRef> refs;
+  for (int i = 0; i < 100; ++i) {
+    // 8 claims of 8 CPUs (4 whole cores) per NUMA node + a few of 2: 100 claims, 784 CPUs.
+    refs.push_back(Add("c" + std::to_string(i), {{"r", NumaDeviceName(i % 8), i < 96 ? "8" : "2"}}));
+  }
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(refs.size());
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = next++; i < static_cast<int>(refs.size()); i = next++) {
+        errors[static_cast<size_t>(i)] = preparer_->Prepare({refs[static_cast<size_t>(i)]}).at(refs[static_cast<size_t>(i)].uid).error;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CpuSet all;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    ASSERT_EQ(errors[i], "") << refs[i].uid;
+    const CpuSet held = Held(refs[i].uid);
+    EXPECT_FALSE(all.Intersects(held)) << refs[i].uid << " overlaps: " << (all & held).ToListString();
+    all |= held;
+    EXPECT_TRUE(held.IsSubsetOf(topology_.numa_nodes[i % 8].cpus)) << refs[i].uid;
+    for (const Core& core : topology_.cores) {
+      EXPECT_TRUE(core.cpus.IsSubsetOf(held) || !core.cpus.Intersects(held)) << refs[i].uid;
+    }
+  }
+  EXPECT_EQ(all.Count(), 96 * 8 + 4 * 2);
+  auto listing = cdi_->List();
+  ASSERT_THAT(listing, IsOk());
+  ASSERT_EQ(listing->claims.size(), 100u);
+  for (const ClaimEnv& c : listing->claims) EXPECT_EQ(c.cpus, Held(c.claim_uid)) << c.claim_uid;
+}
+
 TEST_F(PreparerTest, ExplicitCpusetIsValidated) {
   const std::string cfg = R"({"source":"FromClaim","requests":[],"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"1,9"}}}})";
   ASSERT_EQ(PrepareOne(Add("u1", {{"r", "cpudevnuma000", "2"}}, cfg)).error, "");
