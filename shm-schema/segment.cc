@@ -58,19 +58,17 @@ Result<std::unique_ptr<Segment>> Segment::Open(const std::string& path,
   if (!writer && options.create_if_missing) {
     return InvalidArgumentError("segment " + path + ": only an agent role can create it");
   }
-  Result<std::unique_ptr<Segment>> opened = OpenExisting(path, options);
+  bool invalid = false;
+  Result<std::unique_ptr<Segment>> opened = OpenExisting(path, options, invalid);
   if (!opened.ok() && opened.status().code() == StatusCode::kNotFound &&
       options.create_if_missing) {
     Result<std::unique_ptr<Segment>> created = CreateNew(path, options, /*replace=*/false);
     if (created.ok() || created.status().code() != StatusCode::kAlreadyExists) return created;
-    opened = OpenExisting(path, options);  // another creator won the race
+    opened = OpenExisting(path, options, invalid);  // another creator won the race
   }
   if (opened.ok()) return opened;
   const Status why = opened.status();
-  const bool repairable = why.code() == StatusCode::kDataLoss ||
-                          (why.code() == StatusCode::kFailedPrecondition &&
-                           why.message().find("incompatible") != std::string::npos);
-  if (options.role != Role::kDraAgent || !repairable || !options.rebuild || !options.rebuild(why)) {
+  if (options.role != Role::kDraAgent || !invalid || !options.rebuild || !options.rebuild(why)) {
     return why;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Segment> fresh, CreateNew(path, options, /*replace=*/true));
@@ -150,7 +148,15 @@ Result<std::unique_ptr<Segment>> Segment::CreateNew(const std::string& path,
 }
 
 Result<std::unique_ptr<Segment>> Segment::OpenExisting(const std::string& path,
-                                                       const OpenOptions& options) {
+                                                       const OpenOptions& options,
+                                                       bool& segment_invalid) {
+  segment_invalid = false;
+  // Failures of the file's content (not of this process or its peer) make the segment invalid:
+  // only those go to the rebuild callback.
+  auto invalid = [&segment_invalid](Status st) {
+    segment_invalid = true;
+    return st;
+  };
   const bool writer = options.role != Role::kReader;
   auto seg = std::unique_ptr<Segment>(new Segment());
   seg->path_ = path;
@@ -169,27 +175,32 @@ Result<std::unique_ptr<Segment>> Segment::OpenExisting(const std::string& path,
     }
   }
   if (seg->file_.file_size() < kHeaderBytes) {
-    return DataLossError("segment " + path + " is " + std::to_string(seg->file_.file_size()) +
-                         " bytes, shorter than its " + std::to_string(kHeaderBytes) +
-                         "-byte header (truncated or not a dracpu segment)");
+    return invalid(DataLossError("segment " + path + " is " +
+                                 std::to_string(seg->file_.file_size()) +
+                                 " bytes, shorter than its " + std::to_string(kHeaderBytes) +
+                                 "-byte header (truncated or not a dracpu segment)"));
   }
   RETURN_IF_ERROR(seg->file_.Map().WithContext("segment " + path));
   if (writer) {
-    // A segment from an earlier boot (possible when the path is not on tmpfs) is not trusted.
-    RETURN_IF_ERROR(seg->Validate());
+    if (Status st = seg->Validate(); !st.ok()) return invalid(st);
     std::string boot_id;
     if (options.boot_id) {
       ASSIGN_OR_RETURN(boot_id, options.boot_id());
     } else {
       ASSIGN_OR_RETURN(boot_id, ReadBootId());
     }
+    // A segment from an earlier boot (possible when the path is not on tmpfs) is not trusted.
     if (boot_id != seg->identity_.boot_id) {
-      return FailedPreconditionError("segment " + path + " is incompatible: written in boot " +
-                                     seg->identity_.boot_id + ", this is boot " + boot_id);
+      return invalid(FailedPreconditionError("segment " + path +
+                                             " is incompatible: written in boot " +
+                                             seg->identity_.boot_id + ", this is boot " + boot_id));
     }
-    RETURN_IF_ERROR(seg->AttachWriter(options));
-  } else {
-    RETURN_IF_ERROR(seg->Validate());
+    if (Status st = seg->AttachWriter(options); !st.ok()) {
+      // DATA_LOSS from attaching = a record failed its checksum or the mutex is unrecoverable.
+      return st.code() == StatusCode::kDataLoss ? invalid(st) : st;
+    }
+  } else if (Status st = seg->Validate(); !st.ok()) {
+    return invalid(st);
   }
   return seg;
 }

@@ -201,8 +201,10 @@ class Segment {
   friend class WriteTransaction;
   Segment() = default;
 
+  // `segment_invalid` is set when the failure is the file's content (corrupt or incompatible).
   static Result<std::unique_ptr<Segment>> OpenExisting(const std::string& path,
-                                                       const OpenOptions& options);
+                                                       const OpenOptions& options,
+                                                       bool& segment_invalid);
   static Result<std::unique_ptr<Segment>> CreateNew(const std::string& path,
                                                     const OpenOptions& options, bool replace);
   Status Validate() const;

@@ -208,9 +208,13 @@ TEST_F(SegmentTest, InvalidSpecsAreRefusedAndLeaveNoTrace) {
 
 TEST_F(SegmentTest, SecondAgentOfARoleIsRefused) {
   auto dra = OpenDra();
-  Result<std::unique_ptr<Segment>> second = Segment::Open(path_, TestOptions(Role::kDraAgent));
+  OpenOptions second_opts = TestOptions(Role::kDraAgent);
+  bool asked_to_rebuild = false;
+  second_opts.rebuild = [&asked_to_rebuild](const Status&) { return asked_to_rebuild = true; };
+  Result<std::unique_ptr<Segment>> second = Segment::Open(path_, second_opts);
   EXPECT_THAT(second, StatusIs(StatusCode::kFailedPrecondition,
                                HasSubstr("another dra-agent holds the role lock")));
+  EXPECT_FALSE(asked_to_rebuild);  // a healthy segment held by someone else is never rebuilt
   auto nri = OpenRole(Role::kNriAgent);  // the other role is fine
   EXPECT_THAT(Segment::Open(path_, TestOptions(Role::kNriAgent)),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("another nri-agent")));

@@ -1,12 +1,11 @@
 // dracpu-shm (exec'd as operators run it): dump as a table and as JSON, --watch, verify passing
 // and failing, and its exit codes for a missing file and bad flags.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <thread>
 
 #include "shm-schema/checksum.h"
 #include "shm-schema/segment.h"
@@ -117,17 +116,45 @@ TEST_F(ShmToolTest, DumpJson) {
 }
 
 TEST_F(ShmToolTest, DumpWatchPrintsAgainOnEveryChange) {
-  std::thread writer([this] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    Result<WriteTransaction> txn = dra_->Begin();
-    ASSERT_THAT(txn, IsOk());
-    ASSERT_THAT(txn->UpsertClaim(testing::TestClaim(3, CpuSet{9})), IsOk());
-  });
-  const testing::ToolResult r = RunTool({"dump", "--watch", "--count", "2", "--path", path_});
-  writer.join();
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("CLAIMS (2 of 64)"));
-  EXPECT_THAT(r.out, HasSubstr("CLAIMS (3 of 64)"));
+  // Start the tool, wait for its first table, then change the segment: it must print again.
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const std::string tool = testing::ToolPath();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::execl(tool.c_str(), tool.c_str(), "dump", "--watch", "--count", "2", "--path", path_.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  testing::ChildGuard guard(pid);
+  ::close(out[1]);
+  std::string text;
+  char buf[4096];
+  bool wrote = false;
+  for (;;) {
+    const ssize_t n = ::read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (!wrote && text.find("CONTAINERS (") != std::string::npos) {
+      Result<WriteTransaction> txn = dra_->Begin();
+      ASSERT_THAT(txn, IsOk());
+      ASSERT_THAT(txn->UpsertClaim(testing::TestClaim(3, CpuSet{9})), IsOk());
+      txn->Commit();
+      wrote = true;
+    }
+  }
+  ::close(out[0]);
+  const int status = guard.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(wrote);
+  const size_t first = text.find("CLAIMS (2 of 64)");
+  const size_t second = text.find("CLAIMS (3 of 64)");
+  ASSERT_NE(first, std::string::npos) << text;
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_LT(first, second);
+  EXPECT_THAT(text, HasSubstr("----\n"));
 }
 
 TEST_F(ShmToolTest, VerifyPassesOnAConsistentSegment) {
