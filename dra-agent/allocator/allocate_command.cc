@@ -67,11 +67,13 @@ Result<int> GetInt(const Value& v, const std::string& field, int min) {
 // A CPU list: a JSON array of ids or a Linux list string ("0-3,8").
 Result<CpuSet> GetCpuList(const Value& v, const std::string& field) {
   if (v.IsString()) {
-    Result<CpuSet> parsed = CpuSet::ParseList(std::string_view(v.GetString(), v.GetStringLength()), field);
+    Result<CpuSet> parsed =
+        CpuSet::ParseList(std::string_view(v.GetString(), v.GetStringLength()), field);
     if (!parsed.ok()) return InvalidArgumentError(parsed.status().message());
     return parsed;
   }
-  if (!v.IsArray()) return InvalidArgumentError(field + ": must be an array of CPU ids or a list string");
+  if (!v.IsArray())
+    return InvalidArgumentError(field + ": must be an array of CPU ids or a list string");
   CpuSet set;
   for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
     const std::string item = field + "[" + std::to_string(i) + "]";
@@ -92,7 +94,8 @@ Result<CoreType> ParseCoreType(const Value& v, const std::string& field) {
 }
 
 Result<CpuTopology> ParseRecords(const Value& cpus, const std::string& field) {
-  if (!cpus.IsArray() || cpus.Empty()) return InvalidArgumentError(field + ": must be a non-empty array");
+  if (!cpus.IsArray() || cpus.Empty())
+    return InvalidArgumentError(field + ": must be a non-empty array");
   std::vector<CpuRecord> records;
   for (rapidjson::SizeType i = 0; i < cpus.Size(); ++i) {
     const std::string at = field + "[" + std::to_string(i) + "]";
@@ -127,7 +130,8 @@ Result<CpuTopology> ParseRecords(const Value& cpus, const std::string& field) {
   return topo;
 }
 
-Result<CpuTopology> ParseTopology(const Value& v, const std::optional<std::string>& topologies_file) {
+Result<CpuTopology> ParseTopology(const Value& v,
+                                  const std::optional<std::string>& topologies_file) {
   if (v.IsString()) {
     const std::string name(v.GetString(), v.GetStringLength());
     if (!topologies_file) {
@@ -144,12 +148,15 @@ Result<CpuTopology> ParseTopology(const Value& v, const std::optional<std::strin
       return InvalidArgumentError("--topologies: expected {\"topologies\": [...]} or an array");
     }
     for (const Value& t : list->GetArray()) {
-      if (t.IsObject() && t.HasMember("name") && t["name"].IsString() && name == t["name"].GetString()) {
-        if (!t.HasMember("cpus")) return InvalidArgumentError("--topologies: " + name + " has no cpus");
+      if (t.IsObject() && t.HasMember("name") && t["name"].IsString() &&
+          name == t["name"].GetString()) {
+        if (!t.HasMember("cpus"))
+          return InvalidArgumentError("--topologies: " + name + " has no cpus");
         return ParseRecords(t["cpus"], "topology " + name + ".cpus");
       }
     }
-    return InvalidArgumentError("topology: no topology named \"" + name + "\" in " + *topologies_file);
+    return InvalidArgumentError("topology: no topology named \"" + name + "\" in " +
+                                *topologies_file);
   }
   if (!v.IsObject()) return InvalidArgumentError("topology: must be an object or a name");
   if (auto it = v.FindMember("sysfsRoot"); it != v.MemberEnd()) {
@@ -165,11 +172,13 @@ Result<CpuTopology> ParseTopology(const Value& v, const std::optional<std::strin
     if (!topo.ok()) return InvalidArgumentError("topology.sysfsRoot: " + topo.status().message());
     return topo;
   }
-  if (!v.HasMember("cpus")) return InvalidArgumentError("topology: needs \"cpus\" or \"sysfsRoot\"");
+  if (!v.HasMember("cpus"))
+    return InvalidArgumentError("topology: needs \"cpus\" or \"sysfsRoot\"");
   return ParseRecords(v["cpus"], "topology.cpus");
 }
 
-Result<Input> ParseInput(const rapidjson::Document& doc, const std::optional<std::string>& topologies_file) {
+Result<Input> ParseInput(const rapidjson::Document& doc,
+                         const std::optional<std::string>& topologies_file) {
   if (!doc.IsObject()) return InvalidArgumentError("input: must be a JSON object");
   for (const char* resize : {"currentlyAllocated", "mustKeep"}) {
     if (doc.HasMember(resize)) {
@@ -178,9 +187,9 @@ Result<Input> ParseInput(const rapidjson::Document& doc, const std::optional<std
                                   "never resized in place)");
     }
   }
-  if (auto it = doc.FindMember("api"); it != doc.MemberEnd() && it->value.IsString() &&
-                                       std::string_view(it->value.GetString()).find("ForResize") !=
-                                           std::string_view::npos) {
+  if (auto it = doc.FindMember("api");
+      it != doc.MemberEnd() && it->value.IsString() &&
+      std::string_view(it->value.GetString()).find("ForResize") != std::string_view::npos) {
     return InvalidArgumentError("api: resize cases are not supported");
   }
   Input in;
@@ -197,7 +206,8 @@ Result<Input> ParseInput(const rapidjson::Document& doc, const std::optional<std
     ASSIGN_OR_RETURN(in.shared_pool, GetCpuList(it->value, "sharedPool"));
   }
   if (auto it = doc.FindMember("numaAffinity"); it != doc.MemberEnd() && !it->value.IsNull()) {
-    if (!it->value.IsArray()) return InvalidArgumentError("numaAffinity: must be an array of NUMA ids");
+    if (!it->value.IsArray())
+      return InvalidArgumentError("numaAffinity: must be an array of NUMA ids");
     for (rapidjson::SizeType i = 0; i < it->value.Size(); ++i) {
       ASSIGN_OR_RETURN(int id, GetInt(it->value[i], "numaAffinity[" + std::to_string(i) + "]", 0));
       in.numa_affinity.push_back(id);
@@ -260,8 +270,8 @@ std::string ErrorJson(const std::string& message) {
 
 int Fail(dra::CommandIo io, const Status& status) {
   io.out << ErrorJson(status.message()) << "\n";
-  const bool malformed = status.code() == StatusCode::kInvalidArgument ||
-                         status.code() == StatusCode::kNotFound;
+  const bool malformed =
+      status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound;
   if (malformed) {
     io.err << "dracpu-dra-agent allocate: " << status.message() << "\n";
     return dra::kExitUsage;

@@ -3,20 +3,25 @@
 //
 //   dracpu-dra-agent allocate [--input FILE] [--topologies FILE]
 //
-// Input (stdin unless --input):
+// Input (stdin unless --input), one JSON object:
 //   {"topology": {"cpus": [{"cpu": 0, "core": 0, "socket": 0, "numa": 0, "l3": 0,
-//                           "coreType": "standard"}, ...]}    // or a name in --topologies FILE,
-//                                                             // or {"sysfsRoot": "DIR"} (DIR
-//                                                             // holds sys/devices/system/cpu)
-//    "available": [0, 1, 2, 3] | "0-3",
+//                           "coreType": "standard"}, ...]},
+//    "available": [0, 1, 2, 3],
 //    "request": 2,
-//    "options": {"full-pcpus-only": "true"},   // optional, kubelet option names (allocator_options.h)
-//    "numaAffinity": [0],                      // optional topology-manager hint
-//    "reserved": [0] | "0",                    // optional, never chosen
-//    "sharedPool": [...] | "...",              // optional, candidates are limited to it
-//    "cpuGroupSize": 2,                        // optional, distribute-cpus-across-numa group
-//    "containers": [12, 2]}                    // optional, per-container counts summing to
-//                                              // request, allocated in order from one pool
+//    "options": {"full-pcpus-only": "true"},
+//    "numaAffinity": [0],
+//    "reserved": [0]}
+// Fields:
+//  * topology (required): {"cpus": [...]} records; or a name, resolved in --topologies FILE; or
+//    {"sysfsRoot": "DIR"}, discovered from DIR/sys/devices/system/cpu.
+//  * available (required): CPU ids as an array or a list string ("0-3").
+//  * request (required): the number of CPUs.
+//  * options: kubelet option names with string (or boolean) values (allocator_options.h).
+//  * numaAffinity: a topology-manager hint, NUMA node ids.
+//  * reserved: CPUs never chosen (array or list string).
+//  * sharedPool: limits the candidates (array or list string).
+//  * cpuGroupSize: the distribute-cpus-across-numa group size.
+//  * containers: per-container counts summing to request, allocated in order from one pool.
 // Other fields of the case files (name, source, api, expected*, ...) are ignored, except that
 // resize cases (currentlyAllocated, mustKeep, or an api "...ForResize") are rejected.
 //

@@ -57,9 +57,10 @@ std::vector<int> Ints(const rapidjson::Value& v) {
 }
 
 TEST(AllocateCommandTest, PrintsCpusAndMetricsAndExitsZero) {
-  const CommandRun r = Allocate("{\"topology\": " + DualSocketHT() +
-                         ", \"available\": \"0-11\", \"request\": 4,"
-                         " \"options\": {\"full-pcpus-only\": \"true\"}, \"reserved\": [0]}");
+  const CommandRun r =
+      Allocate("{\"topology\": " + DualSocketHT() +
+               ", \"available\": \"0-11\", \"request\": 4,"
+               " \"options\": {\"full-pcpus-only\": \"true\"}, \"reserved\": [0]}");
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   ASSERT_FALSE(r.json.HasParseError()) << r.out;
   // Socket 0 lost core {0,6} to the reservation, so the fullest socket that holds two whole
@@ -91,15 +92,15 @@ TEST(AllocateCommandTest, ReadsInputFileAndAllocatesContainersInOrder) {
 }
 
 TEST(AllocateCommandTest, CannotBeMetExitsOneWithError) {
-  const CommandRun r = Allocate("{\"topology\": " + DualSocketHT() +
-                         ", \"available\": [0, 2, 4], \"request\": 5}");
+  const CommandRun r =
+      Allocate("{\"topology\": " + DualSocketHT() + ", \"available\": [0, 2, 4], \"request\": 5}");
   EXPECT_EQ(r.rc, 1);
   ASSERT_TRUE(r.json.IsObject()) << r.out;
   EXPECT_THAT(r.json["error"].GetString(),
               HasSubstr("not enough cpus available to satisfy request: requested=5, available=3"));
   const CommandRun smt = Allocate("{\"topology\": " + DualSocketHT() +
-                           ", \"available\": \"0-11\", \"request\": 3,"
-                           " \"options\": {\"full-pcpus-only\": true}}");
+                                  ", \"available\": \"0-11\", \"request\": 3,"
+                                  " \"options\": {\"full-pcpus-only\": true}}");
   EXPECT_EQ(smt.rc, 1);
   EXPECT_THAT(smt.out, HasSubstr("SMTAlignmentError{RequestedCPUs: 3, CpusPerCore: 2}"));
 }
@@ -128,11 +129,16 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"not_json", "{", "input: invalid JSON"},
         Malformed{"not_object", "[1]", "input: must be a JSON object"},
         Malformed{"no_topology", "{\"available\": [0], \"request\": 1}", "topology: missing"},
-        Malformed{"topology_name_without_file", "{\"topology\": \"x\", \"available\": [0], "
-                  "\"request\": 1}", "--topologies"},
-        Malformed{"record_field", "{\"topology\": {\"cpus\": [{\"cpu\": 0, \"socket\": 0}]},"
-                  " \"available\": [0], \"request\": 1}", "topology.cpus[0].core: missing"},
-        Malformed{"core_type", "{\"topology\": {\"cpus\": [{\"cpu\": 0, \"core\": 0, \"socket\": 0,"
+        Malformed{"topology_name_without_file",
+                  "{\"topology\": \"x\", \"available\": [0], "
+                  "\"request\": 1}",
+                  "--topologies"},
+        Malformed{"record_field",
+                  "{\"topology\": {\"cpus\": [{\"cpu\": 0, \"socket\": 0}]},"
+                  " \"available\": [0], \"request\": 1}",
+                  "topology.cpus[0].core: missing"},
+        Malformed{"core_type",
+                  "{\"topology\": {\"cpus\": [{\"cpu\": 0, \"core\": 0, \"socket\": 0,"
                   " \"coreType\": \"big\"}]}, \"available\": [0], \"request\": 1}",
                   "topology.cpus[0].coreType"},
         Malformed{"no_available", kTopo + ", \"request\": 1}", "available: missing"},
@@ -144,18 +150,30 @@ INSTANTIATE_TEST_SUITE_P(
                   "available CPUs not in the topology: 99"},
         Malformed{"request", kTopo + ", \"available\": [0], \"request\": -1}", "request"},
         Malformed{"request_type", kTopo + ", \"available\": [0], \"request\": \"2\"}", "request"},
-        Malformed{"option_name", kTopo + ", \"available\": [0], \"request\": 1,"
-                  " \"options\": {\"fast\": \"true\"}}", "unknown option \"fast\""},
-        Malformed{"option_value", kTopo + ", \"available\": [0], \"request\": 1,"
-                  " \"options\": {\"full-pcpus-only\": 3}}", "options.full-pcpus-only"},
-        Malformed{"numa_affinity", kTopo + ", \"available\": [0], \"request\": 1,"
-                  " \"numaAffinity\": [7]}", "NUMA node 7"},
-        Malformed{"containers", kTopo + ", \"available\": [0, 2], \"request\": 2,"
-                  " \"containers\": [1]}", "containers"},
-        Malformed{"resize_currently_allocated", kTopo + ", \"available\": [0], \"request\": 1,"
-                  " \"currentlyAllocated\": [0], \"mustKeep\": [0]}", "resize"},
-        Malformed{"resize_api", kTopo + ", \"available\": [0], \"request\": 1,"
-                  " \"api\": \"takeByTopologyNUMAPackedForResize\"}", "resize"}),
+        Malformed{"option_name",
+                  kTopo + ", \"available\": [0], \"request\": 1,"
+                          " \"options\": {\"fast\": \"true\"}}",
+                  "unknown option \"fast\""},
+        Malformed{"option_value",
+                  kTopo + ", \"available\": [0], \"request\": 1,"
+                          " \"options\": {\"full-pcpus-only\": 3}}",
+                  "options.full-pcpus-only"},
+        Malformed{"numa_affinity",
+                  kTopo + ", \"available\": [0], \"request\": 1,"
+                          " \"numaAffinity\": [7]}",
+                  "NUMA node 7"},
+        Malformed{"containers",
+                  kTopo + ", \"available\": [0, 2], \"request\": 2,"
+                          " \"containers\": [1]}",
+                  "containers"},
+        Malformed{"resize_currently_allocated",
+                  kTopo + ", \"available\": [0], \"request\": 1,"
+                          " \"currentlyAllocated\": [0], \"mustKeep\": [0]}",
+                  "resize"},
+        Malformed{"resize_api",
+                  kTopo + ", \"available\": [0], \"request\": 1,"
+                          " \"api\": \"takeByTopologyNUMAPackedForResize\"}",
+                  "resize"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(AllocateCommandTest, UnknownFlagIsUsageError) {
@@ -166,12 +184,14 @@ TEST(AllocateCommandTest, UnknownFlagIsUsageError) {
 
 TEST(AllocateCommandTest, ResolvesCaseTopologyNames) {
   DRACPU_REQUIRE_SHARED_DIR(dir);
-  const CommandRun r = Allocate("{\"topology\": \"topoDualSocketHT\", \"available\": \"0-11\", \"request\": 6}",
-                         {"--topologies", dir + "/alloc-cases/topologies.json"});
+  const CommandRun r =
+      Allocate("{\"topology\": \"topoDualSocketHT\", \"available\": \"0-11\", \"request\": 6}",
+               {"--topologies", dir + "/alloc-cases/topologies.json"});
   ASSERT_EQ(r.rc, 0) << r.out << r.err;
   EXPECT_EQ(r.json["metrics"]["socketSpan"].GetInt(), 1);
-  const CommandRun missing = Allocate("{\"topology\": \"noSuchTopology\", \"available\": [0], \"request\": 1}",
-                               {"--topologies", dir + "/alloc-cases/topologies.json"});
+  const CommandRun missing =
+      Allocate("{\"topology\": \"noSuchTopology\", \"available\": [0], \"request\": 1}",
+               {"--topologies", dir + "/alloc-cases/topologies.json"});
   EXPECT_EQ(missing.rc, 2);
   EXPECT_THAT(missing.out, HasSubstr("noSuchTopology"));
 }
@@ -190,8 +210,9 @@ TEST(AllocateCommandTest, DiscoversTheTopologyFromASysfsRoot) {
   EXPECT_EQ(m["socketSpan"].GetInt(), 1);
   EXPECT_EQ(m["partialCores"].GetInt(), 0);
   EXPECT_EQ(m["coresTouched"].GetInt(), 4);
-  const CommandRun missing = Allocate("{\"topology\": {\"sysfsRoot\": \"/nonexistent-dracpu\"},"
-                                      " \"available\": [0], \"request\": 1}");
+  const CommandRun missing = Allocate(
+      "{\"topology\": {\"sysfsRoot\": \"/nonexistent-dracpu\"},"
+      " \"available\": [0], \"request\": 1}");
   EXPECT_EQ(missing.rc, 2);
   EXPECT_THAT(missing.out, HasSubstr("topology.sysfsRoot"));
 }

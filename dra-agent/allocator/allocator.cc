@@ -44,9 +44,9 @@ Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& req
   const CpuSet candidates = request.available - request.reserved;
   const int count = request.count;
   if (count > candidates.Count()) {
-    return ResourceExhaustedError("not enough cpus available to satisfy request: requested=" +
-                                  std::to_string(count) +
-                                  ", available=" + std::to_string(candidates.Count()));
+    return ResourceExhaustedError(
+        "not enough cpus available to satisfy request: requested=" + std::to_string(count) +
+        ", available=" + std::to_string(candidates.Count()));
   }
   if (count == 0) return CpuSet();
   if (options.full_pcpus_only) {
@@ -54,10 +54,9 @@ Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& req
     // size; whether whole cores can make the count is then decided by the search).
     const int width = index.uniform_width();
     if (width > 1 && count % width != 0) {
-      return FailedPreconditionError(
-          "SMTAlignmentError{RequestedCPUs: " + std::to_string(count) +
-          ", CpusPerCore: " + std::to_string(width) +
-          "}: full-pcpus-only needs a multiple of the core size");
+      return FailedPreconditionError("SMTAlignmentError{RequestedCPUs: " + std::to_string(count) +
+                                     ", CpusPerCore: " + std::to_string(width) +
+                                     "}: full-pcpus-only needs a multiple of the core size");
     }
   }
 

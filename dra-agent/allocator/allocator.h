@@ -27,7 +27,7 @@
 namespace dracpu::allocator {
 
 struct AllocationRequest {
-  CpuSet available;                // candidate CPUs
+  CpuSet available;  // candidate CPUs
   int count = 0;
   CpuSet reserved;                 // never chosen, even when listed in `available`
   std::vector<int> numa_affinity;  // kernel NUMA ids of a topology-manager hint; empty = none

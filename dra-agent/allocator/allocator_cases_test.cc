@@ -132,9 +132,10 @@ struct Tally {
   int run = 0, errors = 0, with_answer = 0, exact = 0, better = 0, l3_only = 0;
   ~Tally() {
     if (run > 0) {
-      std::printf("[allocator cases] %d non-resize cases: %d expected errors (met), %d with a "
-                  "kubelet CPU set: %d equal it exactly, %d strictly better; %d L3-set-only\n",
-                  run, errors, with_answer, exact, better, l3_only);
+      std::printf(
+          "[allocator cases] %d non-resize cases: %d expected errors (met), %d with a "
+          "kubelet CPU set: %d equal it exactly, %d strictly better; %d L3-set-only\n",
+          run, errors, with_answer, exact, better, l3_only);
     }
   }
 };
@@ -191,10 +192,9 @@ TEST_P(AllocatorCaseTest, MeetsHardConstraintsAndIsNeverWorseThanKubelet) {
                         std::string(options["distribute-cpus-across-cores"].GetString()) == "true";
     EXPECT_LE(spread ? ours.SpreadKey() : ours.Key(), spread ? kubelet.SpreadKey() : kubelet.Key())
         << "ours (numa, socket, l3, partial) = " << ours.numa << "," << ours.socket << ","
-        << ours.l3 << "," << ours.partial << " kubelet = " << kubelet.numa << ","
-        << kubelet.socket << "," << kubelet.l3 << "," << kubelet.partial << " cores touched "
-        << ours.cores << " vs " << kubelet.cores << "; ours "
-        << out.str();
+        << ours.l3 << "," << ours.partial << " kubelet = " << kubelet.numa << "," << kubelet.socket
+        << "," << kubelet.l3 << "," << kubelet.partial << " cores touched " << ours.cores << " vs "
+        << kubelet.cores << "; ours " << out.str();
     ++tally.with_answer;
     tally.exact += cpus == IntSet(c["expected"]);
     tally.better += spread ? ours.SpreadKey() < kubelet.SpreadKey() : ours.Key() < kubelet.Key();

@@ -105,7 +105,8 @@ Outcome Replay(uint32_t seed, const CpuTopology& t, const TopologyIndex& index, 
   CpuSet used;
   Outcome out;
   for (int step = 0; step < 1500; ++step) {
-    const bool release = !live.empty() && (used.Count() > t.online.Count() * 95 / 100 || rng() % 3 == 0);
+    const bool release =
+        !live.empty() && (used.Count() > t.online.Count() * 95 / 100 || rng() % 3 == 0);
     const int size = sizes[rng() % std::size(sizes)];
     const size_t victim = rng();
     if (release) {
@@ -157,8 +158,8 @@ TEST_P(NeverWorseThanGreedyTest, OnRandomFreeSets) {
     ASSERT_EQ(greedy.Count(), n);
     const auto a = ComputeMetrics(*index, *ours).QualityKey();
     const auto b = ComputeMetrics(*index, greedy).QualityKey();
-    EXPECT_LE(a, b) << "n=" << n << " free=" << free.ToListString() << " ours="
-                    << ours->ToListString() << " greedy=" << greedy.ToListString();
+    EXPECT_LE(a, b) << "n=" << n << " free=" << free.ToListString()
+                    << " ours=" << ours->ToListString() << " greedy=" << greedy.ToListString();
     ++compared;
     better += a < b;
   }
@@ -166,17 +167,20 @@ TEST_P(NeverWorseThanGreedyTest, OnRandomFreeSets) {
               better);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, NeverWorseThanGreedyTest,
-    ::testing::Values(testing::SyntheticShape{2, 1, 12, 8, 2}, testing::SyntheticShape{2, 2, 3, 4, 2},
-                      testing::SyntheticShape{1, 1, 4, 8, 2}, testing::SyntheticShape{2, 4, 1, 16, 1},
-                      testing::SyntheticShape{4, 2, 2, 4, 2}),
-    [](const auto& info) {
-      const testing::SyntheticShape& s = info.param;
-      return std::to_string(s.sockets) + "s" + std::to_string(s.numa_per_socket) + "n" +
-             std::to_string(s.l3_per_numa) + "l3_" + std::to_string(s.cores_per_l3) + "c" +
-             std::to_string(s.threads) + "t";
-    });
+INSTANTIATE_TEST_SUITE_P(Shapes, NeverWorseThanGreedyTest,
+                         ::testing::Values(testing::SyntheticShape{2, 1, 12, 8, 2},
+                                           testing::SyntheticShape{2, 2, 3, 4, 2},
+                                           testing::SyntheticShape{1, 1, 4, 8, 2},
+                                           testing::SyntheticShape{2, 4, 1, 16, 1},
+                                           testing::SyntheticShape{4, 2, 2, 4, 2}),
+                         [](const auto& info) {
+                           const testing::SyntheticShape& s = info.param;
+                           return std::to_string(s.sockets) + "s" +
+                                  std::to_string(s.numa_per_socket) + "n" +
+                                  std::to_string(s.l3_per_numa) + "l3_" +
+                                  std::to_string(s.cores_per_l3) + "c" + std::to_string(s.threads) +
+                                  "t";
+                         });
 
 TEST(AllocatorFragmentationTest, AdmitsAtLeastAsManyFullL3RequestsAsGreedy) {
   Result<CpuTopology> topo = BuildTopologyFromRecords(testing::SyntheticRecords({2, 1, 12, 8, 2}));
@@ -192,9 +196,8 @@ TEST(AllocatorFragmentationTest, AdmitsAtLeastAsManyFullL3RequestsAsGreedy) {
       EXPECT_THAT(r, IsOk());
       return r.value_or(CpuSet());
     });
-    const Outcome greedy = Replay(seed, *topo, *index, [&](const CpuSet& free, int n) {
-      return GreedyTake(*topo, free, n);
-    });
+    const Outcome greedy = Replay(
+        seed, *topo, *index, [&](const CpuSet& free, int n) { return GreedyTake(*topo, free, n); });
     std::printf("[fragmentation] seed %u: full-L3 admitted ours %d/%d, greedy %d/%d\n", seed,
                 ours.full_l3_admitted, ours.full_l3_requests, greedy.full_l3_admitted,
                 greedy.full_l3_requests);
@@ -205,9 +208,10 @@ TEST(AllocatorFragmentationTest, AdmitsAtLeastAsManyFullL3RequestsAsGreedy) {
   }
   const double ours_rate = 100.0 * ours_total.full_l3_admitted / ours_total.full_l3_requests;
   const double greedy_rate = 100.0 * greedy_total.full_l3_admitted / greedy_total.full_l3_requests;
-  std::printf("[fragmentation] full-L3 admission rate: ours %.1f%% (%d/%d), greedy %.1f%% (%d/%d)\n",
-              ours_rate, ours_total.full_l3_admitted, ours_total.full_l3_requests, greedy_rate,
-              greedy_total.full_l3_admitted, greedy_total.full_l3_requests);
+  std::printf(
+      "[fragmentation] full-L3 admission rate: ours %.1f%% (%d/%d), greedy %.1f%% (%d/%d)\n",
+      ours_rate, ours_total.full_l3_admitted, ours_total.full_l3_requests, greedy_rate,
+      greedy_total.full_l3_admitted, greedy_total.full_l3_requests);
   EXPECT_GT(ours_total.full_l3_requests, 100);
   EXPECT_GE(ours_rate, greedy_rate);
 }

@@ -61,15 +61,16 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unknown", {{"full-cores", "true"}}, "unknown option \"full-cores\""},
         BadCase{"bad_bool", {{"full-pcpus-only", "yes"}}, "\"full-pcpus-only\": value \"yes\""},
         BadCase{"bad_core_type", {{"core-type", "big"}}, "performance, efficiency, any"},
-        BadCase{"duplicate", {{"align-by-socket", "true"}, {"align-by-socket", "false"}},
+        BadCase{"duplicate",
+                {{"align-by-socket", "true"}, {"align-by-socket", "false"}},
                 "more than once"},
         BadCase{"full_and_spread",
                 {{"full-pcpus-only", "true"}, {"distribute-cpus-across-cores", "true"}},
                 "cannot be used together"},
-        BadCase{"numa_and_uncore",
-                {{"distribute-cpus-across-numa", "true"},
-                 {"prefer-align-cpus-by-uncorecache", "true"}},
-                "cannot be used together"}),
+        BadCase{
+            "numa_and_uncore",
+            {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "true"}},
+            "cannot be used together"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

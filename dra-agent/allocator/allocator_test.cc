@@ -5,7 +5,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <rapidjson/document.h>
 
 #include <algorithm>
@@ -92,7 +91,8 @@ TEST_F(WeaknessTest, D1FullCoresFirstNoLongerCrossesNuma) {
 TEST_F(WeaknessTest, D2UncoreStepStaysInsideOneNumaNode) {
   DRACPU_REQUIRE_SHARED_DIR(dir);
   const Machine m = Load(dir, "nri2Socket4Node40CoreSysfs");
-  Result<CpuSet> ours = Take(m, m.topology.online, 8, {{"prefer-align-cpus-by-uncorecache", "true"}});
+  Result<CpuSet> ours =
+      Take(m, m.topology.online, 8, {{"prefer-align-cpus-by-uncorecache", "true"}});
   ASSERT_THAT(ours, IsOk());
   const PlacementMetrics kubelet = ComputeMetrics(m.index, {0, 1, 2, 3, 40, 41, 42, 43});
   EXPECT_EQ(kubelet.numa_span, 2);
@@ -106,7 +106,8 @@ TEST_F(WeaknessTest, D2UncoreStepStaysInsideOneNumaNode) {
 TEST_F(WeaknessTest, D2UncoreStepOnSharedL3IdStaysInOneSocket) {
   DRACPU_REQUIRE_SHARED_DIR(dir);
   const Machine m = Load(dir, "topoDualSocketHT");
-  Result<CpuSet> ours = Take(m, m.topology.online, 3, {{"prefer-align-cpus-by-uncorecache", "true"}});
+  Result<CpuSet> ours =
+      Take(m, m.topology.online, 3, {{"prefer-align-cpus-by-uncorecache", "true"}});
   ASSERT_THAT(ours, IsOk());
   const PlacementMetrics kubelet = ComputeMetrics(m.index, {0, 1, 6});
   EXPECT_EQ(kubelet.socket_span, 2);
@@ -137,7 +138,8 @@ TEST_F(WeaknessTest, D3PartialL3TakeKeepsTheFreeL3Whole) {
   Result<CpuSet> ours = Take(m, available, 6, {{"prefer-align-cpus-by-uncorecache", "true"}});
   ASSERT_THAT(ours, IsOk());
   const CpuSet kubelet = {0, 1, 2, 8, 9, 10};
-  EXPECT_LE(ComputeMetrics(m.index, *ours).QualityKey(), ComputeMetrics(m.index, kubelet).QualityKey());
+  EXPECT_LE(ComputeMetrics(m.index, *ours).QualityKey(),
+            ComputeMetrics(m.index, kubelet).QualityKey());
   EXPECT_EQ(FullyFree(m.topology.l3_caches, available - kubelet), 0);
   EXPECT_EQ(FullyFree(m.topology.l3_caches, available - *ours), 1) << ours->ToListString();
 }
@@ -160,12 +162,14 @@ TEST_P(HybridWeaknessTest, D4PrefersPerformanceCoresAndNeverMixes) {
   const HybridCase& c = GetParam();
   Result<CpuSet> ours = Take(m, c.available, c.count, {}, CpuSet({0, 1}));
   ASSERT_THAT(ours, IsOk());
-  EXPECT_LE(ComputeMetrics(m.index, *ours).QualityKey(), ComputeMetrics(m.index, c.kubelet).QualityKey());
+  EXPECT_LE(ComputeMetrics(m.index, *ours).QualityKey(),
+            ComputeMetrics(m.index, c.kubelet).QualityKey());
   EXPECT_EQ(Types(m.topology, *ours), 1);
   for (int cpu : *ours) EXPECT_EQ(m.topology.FindCpu(cpu)->type, CoreType::kPerformance) << cpu;
   // kubelet: E-cores only, or a mix.
   bool kubelet_all_p = true;
-  for (int cpu : c.kubelet) kubelet_all_p &= m.topology.FindCpu(cpu)->type == CoreType::kPerformance;
+  for (int cpu : c.kubelet)
+    kubelet_all_p &= m.topology.FindCpu(cpu)->type == CoreType::kPerformance;
   EXPECT_FALSE(kubelet_all_p);
 }
 
@@ -173,7 +177,9 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, HybridWeaknessTest,
     ::testing::Values(HybridCase{"four_idle", CpuSet::Range(0, 23), 4, {2, 3, 4, 5}},
                       HybridCase{"six_idle", CpuSet::Range(0, 23), 6, CpuSet::Range(2, 7)},
-                      HybridCase{"six_e_cores_busy", CpuSet::Range(0, 3) | CpuSet::Range(8, 23), 6,
+                      HybridCase{"six_e_cores_busy",
+                                 CpuSet::Range(0, 3) | CpuSet::Range(8, 23),
+                                 6,
                                  {2, 3, 8, 9, 16, 17}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -203,7 +209,8 @@ TEST_F(WeaknessTest, D5CoreIdsUniquePerSocketDoNotMergeSockets) {
   const Machine m = Load(dir, "topoDualSocketMultiNumaPerSocketUncore");
   const int request = m.topology.online.Count() - 1;
   EXPECT_LT(kubelet_physical, request);  // kubelet: SMTAlignmentError, CausedByPhysicalCPUs
-  Result<CpuSet> ours = Take(m, m.topology.online, request, {{"full-pcpus-only", "true"}}, CpuSet({0}));
+  Result<CpuSet> ours =
+      Take(m, m.topology.online, request, {{"full-pcpus-only", "true"}}, CpuSet({0}));
   ASSERT_THAT(ours, IsOk());
   EXPECT_EQ(*ours, m.topology.online - CpuSet({0}));
   // And the records kubelet sees (CoreID only) are refused outright, never merged.
@@ -223,9 +230,9 @@ TEST_F(WeaknessTest, D5CoreIdsUniquePerSocketDoNotMergeSockets) {
 TEST_F(WeaknessTest, D6DistributedSplitPrefersOneSocket) {
   DRACPU_REQUIRE_SHARED_DIR(dir);
   const Machine m = Load(dir, "topoDualSocketMultiNumaPerSocketHTLarge");
-  Result<CpuSet> ours = Take(m, m.topology.online, 128,
-                             {{"distribute-cpus-across-numa", "true"},
-                              {"prefer-align-cpus-by-uncorecache", "false"}});
+  Result<CpuSet> ours = Take(
+      m, m.topology.online, 128,
+      {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}});
   ASSERT_THAT(ours, IsOk());
   const PlacementMetrics metrics = ComputeMetrics(m.index, *ours);
   EXPECT_EQ(metrics.numa_span, 4);
@@ -257,7 +264,8 @@ TEST_F(WeaknessTest, EveryCaseTopologyMeetsHardConstraintsUnderEveryOptionSet) {
       {{"prefer-align-cpus-by-uncorecache", "false"}},
       {{"distribute-cpus-across-cores", "true"}},
       {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}},
-      {{"distribute-cpus-across-numa", "true"}, {"full-pcpus-only", "true"},
+      {{"distribute-cpus-across-numa", "true"},
+       {"full-pcpus-only", "true"},
        {"prefer-align-cpus-by-uncorecache", "false"}},
       {{"align-by-socket", "true"}, {"core-type", "efficiency"}},
   };
@@ -279,14 +287,17 @@ TEST_F(WeaknessTest, EveryCaseTopologyMeetsHardConstraintsUnderEveryOptionSet) {
         }
         const int count = 1 + static_cast<int>(rng() % std::max(1, free.Count()));
         std::vector<int> hint;
-        if (round % 3 == 0) hint.push_back(m.topology.numa_nodes[rng() % m.topology.numa_nodes.size()].id);
+        if (round % 3 == 0)
+          hint.push_back(m.topology.numa_nodes[rng() % m.topology.numa_nodes.size()].id);
         Result<CpuSet> got = Allocate(m.index, {free, count, {}, hint}, parsed);
         int whole = 0;
-        for (const Core& core : m.topology.cores) whole += core.cpus.IsSubsetOf(free) ? core.cpus.Count() : 0;
+        for (const Core& core : m.topology.cores)
+          whole += core.cpus.IsSubsetOf(free) ? core.cpus.Count() : 0;
         const int width = m.index.uniform_width();
-        const bool feasible = parsed.full_pcpus_only
-                                  ? (width > 0 ? count % width == 0 && count <= whole : count <= whole)
-                                  : count <= free.Count();
+        const bool feasible =
+            parsed.full_pcpus_only
+                ? (width > 0 ? count % width == 0 && count <= whole : count <= whole)
+                : count <= free.Count();
         if (!got.ok()) {
           // On hybrid parts whole cores of mixed widths may not add up; everything else must fit.
           EXPECT_TRUE(!feasible || (parsed.full_pcpus_only && width == 0))
@@ -332,7 +343,8 @@ TEST(AllocatorTest, NeverChoosesReservedCpus) {
   Result<CpuSet> got = Take(m, m.topology.online, 16, {}, reserved);
   ASSERT_THAT(got, IsOk());
   EXPECT_FALSE(got->Intersects(reserved));
-  EXPECT_THAT(Take(m, m.topology.online, 17, {}, reserved), StatusIs(StatusCode::kResourceExhausted));
+  EXPECT_THAT(Take(m, m.topology.online, 17, {}, reserved),
+              StatusIs(StatusCode::kResourceExhausted));
 }
 
 TEST(AllocatorTest, SmtFourWholeCoresAndSmallestSpans) {
@@ -374,9 +386,9 @@ TEST(AllocatorTest, NumaHintIsPreferredAndWidenedByAlignBySocket) {
 
 TEST(AllocatorTest, DistributeAcrossNumaSplitsEvenly) {
   const Machine m = Synthetic({2, 2, 1, 4, 2});
-  Result<CpuSet> got = Take(m, m.topology.online, 12,
-                            {{"distribute-cpus-across-numa", "true"},
-                             {"prefer-align-cpus-by-uncorecache", "false"}});
+  Result<CpuSet> got = Take(
+      m, m.topology.online, 12,
+      {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}});
   ASSERT_THAT(got, IsOk());
   EXPECT_EQ((*got & m.topology.numa_nodes[0].cpus).Count(), 6);
   EXPECT_EQ((*got & m.topology.numa_nodes[1].cpus).Count(), 6);
@@ -385,16 +397,17 @@ TEST(AllocatorTest, DistributeAcrossNumaSplitsEvenly) {
 
 TEST(AllocatorTest, DistributeAcrossSixteenNumaNodesStaysEvenAndCompact) {
   const Machine m = Synthetic({4, 4, 2, 4, 2});  // 16 NUMA nodes of 16 CPUs
-  Result<CpuSet> got = Take(m, m.topology.online, 100,
-                            {{"distribute-cpus-across-numa", "true"},
-                             {"prefer-align-cpus-by-uncorecache", "false"}});
+  Result<CpuSet> got = Take(
+      m, m.topology.online, 100,
+      {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}});
   ASSERT_THAT(got, IsOk());
   const PlacementMetrics metrics = ComputeMetrics(m.index, *got);
   EXPECT_EQ(metrics.numa_span, 7);    // ceil(100 / 16)
   EXPECT_EQ(metrics.socket_span, 2);  // 7 nodes need two 4-node sockets
   for (const NumaNode& n : m.topology.numa_nodes) {
     const int in_node = (n.cpus & *got).Count();
-    EXPECT_TRUE(in_node == 0 || in_node == 14 || in_node == 15) << "node " << n.id << ": " << in_node;
+    EXPECT_TRUE(in_node == 0 || in_node == 14 || in_node == 15)
+        << "node " << n.id << ": " << in_node;
   }
 }
 

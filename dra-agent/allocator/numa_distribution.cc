@@ -17,7 +17,8 @@ constexpr int kMaxAssignments = 200000;
 
 // Calls visit(combo) for each k-combination of [0, n) in lexicographic order, until it returns
 // false or `budget` combinations were visited.
-void ForEachCombination(int n, int k, int budget, const std::function<bool(const std::vector<int>&)>& visit) {
+void ForEachCombination(int n, int k, int budget,
+                        const std::function<bool(const std::vector<int>&)>& visit) {
   std::vector<int> combo(k);
   for (int i = 0; i < k; ++i) combo[i] = i;
   if (k > n) return;
@@ -70,29 +71,28 @@ Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const AllocatorOptio
         sockets += used;
       }
       // Balance: variance (times nodes^2) of the free CPUs every node keeps.
-      ForEachCombination(static_cast<int>(eligible.size()), extras, kMaxCombos,
-                         [&](const std::vector<int>& pick) {
-                           if (--budget < 0) return false;
-                           std::vector<int> take(nodes, 0);
-                           for (int n : combo) take[n] = share;
-                           for (int i : pick) take[eligible[i]] += group;
-                           int64_t sum = 0, squares = 0;
-                           for (int n = 0; n < nodes; ++n) {
-                             const int64_t left = search.numa_free(n) - take[n];
-                             sum += left;
-                             squares += left * left;
-                           }
-                           const std::tuple<int, int64_t> key = {sockets,
-                                                                 squares * nodes - sum * sum};
-                           if (!found || key < best_key) {
-                             found = true;
-                             best_key = key;
-                             best_combo = combo;
-                             best_extra.clear();
-                             for (int i : pick) best_extra.push_back(eligible[i]);
-                           }
-                           return true;
-                         });
+      ForEachCombination(
+          static_cast<int>(eligible.size()), extras, kMaxCombos, [&](const std::vector<int>& pick) {
+            if (--budget < 0) return false;
+            std::vector<int> take(nodes, 0);
+            for (int n : combo) take[n] = share;
+            for (int i : pick) take[eligible[i]] += group;
+            int64_t sum = 0, squares = 0;
+            for (int n = 0; n < nodes; ++n) {
+              const int64_t left = search.numa_free(n) - take[n];
+              sum += left;
+              squares += left * left;
+            }
+            const std::tuple<int, int64_t> key = {sockets, squares * nodes - sum * sum};
+            if (!found || key < best_key) {
+              found = true;
+              best_key = key;
+              best_combo = combo;
+              best_extra.clear();
+              for (int i : pick) best_extra.push_back(eligible[i]);
+            }
+            return true;
+          });
       return true;
     });
     if (!found) continue;
@@ -104,7 +104,8 @@ Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const AllocatorOptio
         if (index.cells()[c].numa == n) cells.push_back(static_cast<int>(c));
       }
       Result<CpuSet> part = search.Place(share + (extra ? group : 0), cells);
-      if (!part.ok()) return NotFoundError("share of NUMA node does not fit: " + part.status().message());
+      if (!part.ok())
+        return NotFoundError("share of NUMA node does not fit: " + part.status().message());
       result |= *part;
     }
     return result;

@@ -17,7 +17,9 @@ struct PlacementMetrics {
   int partial_cores = 0;  // touched cores not wholly chosen (shared with another tenant via SMT)
 
   // The lexicographic quality key of the spec: (numaSpan, socketSpan, l3Span, partialCores).
-  auto QualityKey() const { return std::make_tuple(numa_span, socket_span, l3_span, partial_cores); }
+  auto QualityKey() const {
+    return std::make_tuple(numa_span, socket_span, l3_span, partial_cores);
+  }
   friend bool operator==(const PlacementMetrics&, const PlacementMetrics&) = default;
 };
 

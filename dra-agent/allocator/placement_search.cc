@@ -106,7 +106,9 @@ std::vector<Item> Aggregate(const std::vector<int>& cells, const std::vector<int
   return items;
 }
 
-bool Contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool Contains(const std::vector<int>& v, int x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 }  // namespace
 
@@ -146,18 +148,24 @@ PlacementSearch::PlacementSearch(const TopologyIndex& index, const AllocatorOpti
 
 bool PlacementSearch::Preferred(CoreType type) const {
   switch (options_.core_type) {
-    case CoreTypePreference::kPerformance: return type != CoreType::kEfficiency;
-    case CoreTypePreference::kEfficiency: return type != CoreType::kPerformance;
-    case CoreTypePreference::kAny: return true;
+    case CoreTypePreference::kPerformance:
+      return type != CoreType::kEfficiency;
+    case CoreTypePreference::kEfficiency:
+      return type != CoreType::kPerformance;
+    case CoreTypePreference::kAny:
+      return true;
   }
   return true;
 }
 
 bool PlacementSearch::Admits(TypeFilter filter, CoreType type) const {
   switch (filter) {
-    case TypeFilter::kAll: return true;
-    case TypeFilter::kPreferredOnly: return Preferred(type);
-    case TypeFilter::kOtherOnly: return !Preferred(type);
+    case TypeFilter::kAll:
+      return true;
+    case TypeFilter::kPreferredOnly:
+      return Preferred(type);
+    case TypeFilter::kOtherOnly:
+      return !Preferred(type);
   }
   return true;
 }
@@ -330,12 +338,12 @@ PlacementSearch::Score PlacementSearch::Evaluate(const Selection& selection) con
   }
   const int type_mix = types[0] + types[1] + types[2];
   if (options_.prefer_align_cpus_by_uncorecache) {
-    return {numa_span, socket_span, l3_span, partial, type_mix, non_preferred, broken_cores,
-            broken_l3, broken_numa, broken_socket, -largest_l3, -largest_numa};
+    return {numa_span,    socket_span, l3_span,     partial,       type_mix,    non_preferred,
+            broken_cores, broken_l3,   broken_numa, broken_socket, -largest_l3, -largest_numa};
   }
   // Without uncore alignment the L3 span is only a tie-break among equally damaging fills.
-  return {numa_span, socket_span, partial, type_mix, non_preferred, broken_cores, broken_l3,
-          broken_numa, broken_socket, l3_span, -largest_l3, -largest_numa};
+  return {numa_span, socket_span, partial,       type_mix, non_preferred, broken_cores,
+          broken_l3, broken_numa, broken_socket, l3_span,  -largest_l3,   -largest_numa};
 }
 
 std::vector<int> PlacementSearch::RichestCover(const std::vector<int>& cells, int size,
@@ -398,10 +406,9 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
     for (int c : region) {
       if (Contains(numas, cells[c].numa)) in_numas.push_back(c);
     }
-    const int socket_k = EnumerateCovers(
-        Aggregate(in_numas, cell_capacity_, index_.socket_count(),
-                  [&](int c) { return cells[c].socket; }),
-        count, kMaxSocketCombos, &socket_sets);
+    const int socket_k = EnumerateCovers(Aggregate(in_numas, cell_capacity_, index_.socket_count(),
+                                                   [&](int c) { return cells[c].socket; }),
+                                         count, kMaxSocketCombos, &socket_sets);
     if (socket_k < 0) continue;
     for (const std::vector<int>& sockets : socket_sets) {
       Pair pair;
@@ -413,10 +420,11 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
         }
       }
       std::vector<std::vector<int>> unused;
-      pair.l3_span = options_.prefer_align_cpus_by_uncorecache
-                         ? EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of),
-                                           count, 0, &unused)
-                         : 0;
+      pair.l3_span =
+          options_.prefer_align_cpus_by_uncorecache
+              ? EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of),
+                                count, 0, &unused)
+              : 0;
       if (pair.l3_span < 0) continue;
       // Whole-core CPUs the best `l3_span` groups can give (all of the pair without alignment).
       if (options_.prefer_align_cpus_by_uncorecache) {
@@ -428,7 +436,8 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
           whole += by_whole[i].capacity;
         }
       }
-      const std::array<int, 4> key = {numa_k, socket_k, pair.l3_span, std::max(0, whole_need - whole)};
+      const std::array<int, 4> key = {numa_k, socket_k, pair.l3_span,
+                                      std::max(0, whole_need - whole)};
       if (key < best_key) {
         best_key = key;
         pairs.clear();
@@ -441,12 +450,13 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
 
   // 2. Candidate L3 covers and core-level fills, 3. scored.
   std::vector<TypeFilter> filters = {TypeFilter::kAll};
-  if (index_.hybrid()) filters = {TypeFilter::kPreferredOnly, TypeFilter::kOtherOnly, TypeFilter::kAll};
+  if (index_.hybrid())
+    filters = {TypeFilter::kPreferredOnly, TypeFilter::kOtherOnly, TypeFilter::kAll};
   bool found = false;
   Score best_score{};
   Selection best, selection;
-  const int covers_per_pair =
-      std::min(kMaxL3Covers, std::max(2, kMaxFills / static_cast<int>(std::max<size_t>(1, pairs.size()))));
+  const int covers_per_pair = std::min(
+      kMaxL3Covers, std::max(2, kMaxFills / static_cast<int>(std::max<size_t>(1, pairs.size()))));
   for (const Pair& pair : pairs) {
     if (options_.prefer_align_cpus_by_uncorecache) {
       EnumerateCovers(Aggregate(pair.cells, cell_capacity_, index_.l3_count(), l3_of), count,

@@ -10,10 +10,11 @@
 //     Pairs whose wholly free cores can hold the request (but for an odd remainder) rank first.
 //  2. For each surviving pair, candidate L3 covers of that minimal size: the tightest fits by free
 //     capacity and the tightest fits by wholly-free-core capacity (so covers that avoid partial
-//     cores are always among the candidates), bounded; and for each cover a core-level fill: whole free cores first (fullest L3 group
-//     first), then the remainder on the single core that fits it best (a partly used core before
-//     breaking a free one), else the largest partial cores. On hybrid parts the fill is tried on
-//     the preferred core type alone, on the other alone, and on both.
+//     cores are always among the candidates), bounded; and for each cover a core-level fill: whole
+//     free cores first (fullest L3 group first), then the remainder on the single core that fits it
+//     best (a partly used core before breaking a free one), else the largest partial cores. On
+//     hybrid parts the fill is tried on the preferred core type alone, on the other alone, and on
+//     both.
 //  3. Every fill is scored lexicographically (spans, partial cores, core-type mix, CPUs of the
 //     non-preferred type, then damage: free cores, free L3 groups, free NUMA nodes and sockets
 //     broken, then the largest free L3 and NUMA capacity left) and the best one wins; ties keep
@@ -75,9 +76,9 @@ class PlacementSearch {
 
   const TopologyIndex& index_;
   const AllocatorOptions& options_;
-  std::vector<uint32_t> mask_;   // free threads per core
-  std::vector<int> free_;        // popcount(mask_)
-  std::vector<int> capacity_;    // usable CPUs per core
+  std::vector<uint32_t> mask_;  // free threads per core
+  std::vector<int> free_;       // popcount(mask_)
+  std::vector<int> capacity_;   // usable CPUs per core
   std::vector<int> cell_capacity_;
   std::vector<int> cell_whole_;  // CPUs of wholly free cores per cell
   std::vector<int> numa_capacity_, numa_free_, socket_free_, l3_free_;

@@ -47,7 +47,8 @@ Result<TopologyIndex> TopologyIndex::Build(const CpuTopology& topology) {
   bool has_types[3] = {false, false, false};
   for (const Core& core : topology.cores) {
     const CpuInfo* first = topology.FindCpu(core.id);
-    if (first == nullptr) return InvalidArgumentError("core " + std::to_string(core.id) + " unknown");
+    if (first == nullptr)
+      return InvalidArgumentError("core " + std::to_string(core.id) + " unknown");
     CoreEntry e;
     e.id = core.id;
     e.first = static_cast<int>(ix.threads_.size());

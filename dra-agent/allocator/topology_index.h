@@ -25,11 +25,11 @@ class TopologyIndex {
   static constexpr int kMaxThreadsPerCore = 32;
 
   struct CoreEntry {
-    int id = -1;     // Core::id (lowest CPU)
-    int first = 0;   // offset of its threads in threads()
-    int width = 0;   // number of threads
+    int id = -1;    // Core::id (lowest CPU)
+    int first = 0;  // offset of its threads in threads()
+    int width = 0;  // number of threads
     CoreType type = CoreType::kStandard;
-    int numa = 0;    // dense indices
+    int numa = 0;  // dense indices
     int socket = 0;
     int l3 = 0;
     int cell = 0;

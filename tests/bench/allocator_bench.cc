@@ -34,8 +34,10 @@ const Machine& HalfBusy() {
     CpuSet free = topo->online;
     for (const Core& core : topo->cores) {
       const unsigned roll = rng() % 10;
-      if (roll < 4) free -= core.cpus;
-      else if (roll < 6) free.Clear(core.cpus.Last());
+      if (roll < 4)
+        free -= core.cpus;
+      else if (roll < 6)
+        free.Clear(core.cpus.Last());
     }
     return new Machine{*std::move(index), free};
   }();
@@ -63,7 +65,13 @@ void BM_Allocate(benchmark::State& state) {
 }
 
 BENCHMARK(BM_BaselineOnePass)->Unit(benchmark::kMicrosecond)->Repetitions(9);
-BENCHMARK(BM_Allocate)->Arg(1)->Arg(8)->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->Repetitions(9);
+BENCHMARK(BM_Allocate)
+    ->Arg(1)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(256)
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(9);
 
 // Console output plus the medians, for the summary.
 class MedianReporter : public benchmark::ConsoleReporter {
@@ -93,18 +101,20 @@ int main(int argc, char** argv) {
   auto base = medians.find("BM_BaselineOnePass/repeats:9");
   if (base == medians.end()) return 0;
   const double base_cpu = reporter.cpu_medians[base->first];
-  std::printf("\nallocator on 1024 CPUs, half busy (%d free): median wall time, ratio to one pass "
-              "over the candidates (%.3f us wall, %.3f us CPU), target; median CPU time\n",
-              dracpu::allocator::HalfBusy().free.Count(), base->second, base_cpu);
+  std::printf(
+      "\nallocator on 1024 CPUs, half busy (%d free): median wall time, ratio to one pass "
+      "over the candidates (%.3f us wall, %.3f us CPU), target; median CPU time\n",
+      dracpu::allocator::HalfBusy().free.Count(), base->second, base_cpu);
   for (int n : {1, 8, 64, 256}) {
     const std::string name = "BM_Allocate/" + std::to_string(n) + "/repeats:9";
     auto it = medians.find(name);
     if (it == medians.end()) continue;
     const double target = n <= 64 ? 50 : 500;
     const double cpu = reporter.cpu_medians[name];
-    std::printf("  request %4d: %9.2f us  %6.1fx  target < %3.0f us  %-6s  (CPU %8.2f us, %5.1fx)\n",
-                n, it->second, it->second / base->second, target,
-                it->second < target ? "met" : "MISSED", cpu, cpu / base_cpu);
+    std::printf(
+        "  request %4d: %9.2f us  %6.1fx  target < %3.0f us  %-6s  (CPU %8.2f us, %5.1fx)\n", n,
+        it->second, it->second / base->second, target, it->second < target ? "met" : "MISSED", cpu,
+        cpu / base_cpu);
   }
   benchmark::Shutdown();
   return 0;

@@ -32,8 +32,8 @@ inline Result<std::vector<CaseCpu>> LoadCaseCpus(const std::string& shared_dir,
     std::vector<CaseCpu> out;
     for (const auto& c : t["cpus"].GetArray()) {
       CaseCpu cpu;
-      cpu.record = {c["cpu"].GetInt(), c["core"].GetInt(), c["socket"].GetInt(),
-                    c["numa"].GetInt(), c["l3"].GetInt(), CoreType::kStandard};
+      cpu.record = {c["cpu"].GetInt(),  c["core"].GetInt(), c["socket"].GetInt(),
+                    c["numa"].GetInt(), c["l3"].GetInt(),   CoreType::kStandard};
       if (c.HasMember("coreType")) {
         cpu.record.type = std::string(c["coreType"].GetString()) == "efficiency"
                               ? CoreType::kEfficiency
@@ -47,7 +47,8 @@ inline Result<std::vector<CaseCpu>> LoadCaseCpus(const std::string& shared_dir,
   return NotFoundError("no topology " + name + " in " + path);
 }
 
-inline Result<CpuTopology> LoadCaseTopology(const std::string& shared_dir, const std::string& name) {
+inline Result<CpuTopology> LoadCaseTopology(const std::string& shared_dir,
+                                            const std::string& name) {
   ASSIGN_OR_RETURN(std::vector<CaseCpu> cpus, LoadCaseCpus(shared_dir, name));
   std::vector<CpuRecord> records;
   for (const CaseCpu& c : cpus) records.push_back(c.record);
