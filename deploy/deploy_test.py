@@ -496,6 +496,36 @@ class DeployTest(unittest.TestCase):
             "expression"] = 'device.attributes["dra.cpu"].numaNode == 0'
         self.assertNotEqual(check_examples("x", bad_claim, published_attributes()), [])
 
+    def test_every_value_and_flag_is_documented(self):
+        with open(os.path.join(ROOT, "docs", "configuration.md")) as f:
+            config_doc = f.read()
+        with open(os.path.join(ROOT, "docs", "dra-agent.md")) as f:
+            agent_doc = f.read()
+        with open(os.path.join(HERE, "helm", "dracpu", "values.yaml")) as f:
+            values = yaml.safe_load(f)
+
+        def leaves(d, prefix=""):
+            for k, v in d.items():
+                path = prefix + k
+                if isinstance(v, dict) and v and path not in ("resources",):
+                    yield from leaves(v, path + ".")
+                else:
+                    yield path
+
+        for key in leaves(values):
+            with self.subTest(value=key):
+                # "`args.groupBy`", or "`.labels`" for a sibling documented on its sibling's row
+                last = key.rsplit(".", 1)[-1]
+                self.assertTrue(f"`{key}`" in config_doc or f"`.{last}`" in config_doc,
+                                f"values key {key} is not in docs/configuration.md")
+        for flag in self.defaults:
+            with self.subTest(flag=flag):
+                self.assertTrue(f"`--{flag}" in agent_doc or f"`-{flag} " in agent_doc,
+                                f"dra-agent flag --{flag} is not in docs/dra-agent.md")
+        for flag in NRI_AGENT_FLAGS:
+            with self.subTest(nri_flag=flag):
+                self.assertTrue(f"`--{flag}" in config_doc or f"`-{flag} " in config_doc)
+
     def test_examples(self):
         attrs = published_attributes()
         self.assertIn("dra.cpu/coreID", attrs)
