@@ -349,6 +349,14 @@ class DeployTest(unittest.TestCase):
         self.assertEqual(d["bind-address"], ":8080")
         self.assertRegex(d["shm-path"], r"^/run/dracpu/state\.v<MAJOR>\.shm$")
 
+    def test_chart_version_is_the_agents(self):
+        with open(os.path.join(HERE, "helm", "dracpu", "Chart.yaml")) as f:
+            chart = yaml.safe_load(f)
+        self.assertEqual(chart["apiVersion"], "v2")
+        out = subprocess.run([AGENT, "version"], capture_output=True, text=True, check=True).stdout
+        self.assertEqual(chart["appVersion"], "v" + out.split()[-1],
+                         "Chart.yaml appVersion (the default image tag) is not the agents' version")
+
     def test_api_calls_are_listed(self):
         self.assertIn({"apiGroup": "resource.k8s.io", "resource": "resourceslices", "verb": "create",
                        "nonResourceURL": ""}, self.calls)
