@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 MESON_FLAGS ?=
 # Debian 12 packages the build, the tests and the demo need. Nothing else is downloaded.
-DEB_PACKAGES := g++ meson ninja-build pkg-config python3 \
+DEB_PACKAGES := g++ meson ninja-build pkg-config python3 python3-yaml \
   protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libgrpc++-dev \
   libboost-dev rapidjson-dev libgoogle-glog-dev libsystemd-dev libcurl4-openssl-dev \
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev

@@ -22,6 +22,7 @@
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/curl_http_client.h"
+#include "dra-agent/kube/resources.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
 
@@ -37,6 +38,24 @@ constexpr Subcommand kSubcommands[] = {
      }},
     {"gatherinfo", "print the CPU topology read from sysfs", dracpu::dra::GatherInfoCommand},
     {"allocate", "choose CPUs for one request (JSON in, JSON out)", dracpu::allocator::RunAllocateCommand},
+    {"api-calls", "print every Kubernetes API call the agents make (JSON; for RBAC checks)",
+     [](const std::vector<std::string>& args, dracpu::dra::CommandIo io) {
+       if (!args.empty()) {
+         io.err << "dracpu-dra-agent api-calls: takes no arguments\n";
+         return dracpu::dra::kExitUsage;
+       }
+       // Names are plain identifiers and paths: no JSON escaping is needed.
+       const std::vector<dracpu::kube::ApiCall> calls = dracpu::kube::ApiCallsUsed();
+       io.out << "[";
+       for (size_t i = 0; i < calls.size(); ++i) {
+         const auto& c = calls[i];
+         io.out << (i ? ",\n " : "\n ") << "{\"apiGroup\": \"" << c.api_group
+                << "\", \"resource\": \"" << c.resource << "\", \"verb\": \"" << c.verb
+                << "\", \"nonResourceURL\": \"" << c.non_resource_path << "\"}";
+       }
+       io.out << "\n]\n";
+       return dracpu::dra::kExitOk;
+     }},
 };
 
 void PrintUsage(std::ostream& os, const std::string& flags) {
