@@ -25,7 +25,11 @@ std::vector<std::string> PcieRootsOf(const CpuTopology& t, const CpuSet& cpus) {
 
 void AddPcieRoots(const CpuTopology& t, const CatalogOptions& o, CatalogDevice& d, const CpuSet& cpus) {
   if (!o.expose_pcie_roots) return;
-  d.attributes["resource.kubernetes.io/pcieRoot"] = PcieRootsOf(t, cpus);
+  std::vector<std::string> roots = PcieRootsOf(t, cpus);
+  // The API refuses an empty list value ("must be a non-empty list"): a device without a local
+  // PCIe root (no PCI data, or a CPU-only node) simply has no pcieRoot attribute.
+  if (roots.empty()) return;
+  d.attributes["resource.kubernetes.io/pcieRoot"] = std::move(roots);
   d.uses_list_attributes = true;
 }
 

@@ -129,5 +129,26 @@ TEST(DeviceCatalog, PcieRootsAreListAttributes) {
   EXPECT_TRUE(c->devices[1].uses_list_attributes);
 }
 
+// The API refuses an empty list attribute value: a device with no local PCIe root (here: a
+// machine without PCI data) gets no pcieRoot attribute, and slices keep 128 devices.
+TEST(DeviceCatalog, NoPcieRootMeansNoAttribute) {
+  CpuTopology t = kTwoSocket;
+  t.pcie_roots = {{"pci0000:00", CpuSet::Range(0, 3)}};
+  CatalogOptions o;
+  o.expose_pcie_roots = true;
+  auto c = BuildDeviceCatalog(t, o);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_TRUE(c->devices[0].attributes.contains("resource.kubernetes.io/pcieRoot"));
+  EXPECT_FALSE(c->devices[1].attributes.contains("resource.kubernetes.io/pcieRoot"));
+  EXPECT_FALSE(c->devices[1].uses_list_attributes);
+  t.pcie_roots.clear();
+  c = BuildDeviceCatalog(t, o);
+  ASSERT_THAT(c, IsOk());
+  for (const CatalogDevice& d : c->devices) {
+    EXPECT_FALSE(d.attributes.contains("resource.kubernetes.io/pcieRoot")) << d.name;
+    EXPECT_FALSE(d.uses_list_attributes) << d.name;
+  }
+}
+
 }  // namespace
 }  // namespace dracpu::dra

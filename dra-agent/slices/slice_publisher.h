@@ -1,0 +1,160 @@
+// SlicePublisher: publishes the node's DeviceCatalog as ResourceSlices and keeps them true.
+//
+//   SlicePublisherOptions o;
+//   o.node_name = "node-1";
+//   auto publisher = SlicePublisher::Create(client, clock, random, o);   // Result<unique_ptr>
+//   (*publisher)->SetDesired(*std::move(catalog));     // again whenever topology or config change
+//   std::thread t([&] { (*publisher)->Run(stop); });  // until `stop` (or Stop())
+//   (*publisher)->published();  (*publisher)->stats();  // readiness, /metrics
+//
+// One sync (SyncOnce) follows the Go kubeletplugin helper (protocols.md §7.2) for our one pool
+// (pool name = node name, spec.nodeName = node, driver dra.cpu):
+//  1. GET the Node once for its uid (the owner reference; controller = true).
+//  2. LIST the node's slices (fieldSelector spec.nodeName=<node>,spec.driver=dra.cpu): a
+//     consistent read, so a sync never acts on a stale cache.
+//  3. generation = highest pool.generation among our pool's slices; slices with a lower one, of
+//     another pool, with a name that is not "<index hex>-dra.cpu-<node>-...", with an index at or
+//     beyond the desired slice count, or duplicates of an index are obsolete.
+//  4. New slices needed or more than one matched slice changed: generation + 1.
+//  5. DELETE obsolete slices (preconditions uid + resourceVersion; 404 is success), PUT the
+//     changed matched slices (all of them when the generation moved), POST the missing ones with
+//     generateName. At least one (possibly empty) slice is always published.
+// A matched slice is unchanged when its spec (pool.generation aside) and ownerReferences equal
+// the desired ones as JSON values (member order ignored), or equal what the server returned the
+// last time we wrote that same desired content (so server-side canonicalization or defaulting
+// can never cause an update loop).
+// A 409 Conflict (stale resourceVersion, failed precondition) re-lists and retries at once, up to
+// `conflict_retries` times; other failures return the error.
+//
+// Run(): an Informer list+watches the same slices; every event that is not the echo of our own
+// write (a deletion, a modification, an extra slice, a re-list after 410 or an outage) marks the
+// pool dirty, and after `debounce` (so a burst gives one sync) the loop syncs. SetDesired syncs
+// without debounce. Failed syncs wait a capped exponential backoff with jitter (`backoff`, the
+// injected Clock and Random), so the loop never hot-loops; a success resets it. When idle the
+// loop sleeps on a condition variable (woken by events, SetDesired or Stop), plus a full sync
+// every `resync_interval` as a safety net.
+//
+// Thread safety: SetDesired, Stop, stats, published and SyncOnce may be called from any thread;
+// syncs are serialized. Run is called once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "dra-agent/kube/backoff.h"
+#include "dra-agent/kube/clock.h"
+#include "dra-agent/kube/json_object.h"
+#include "dra-agent/kube/kube_client.h"
+#include "dra-agent/slices/device_catalog.h"
+
+namespace dracpu::dra {
+
+struct SlicePublisherOptions {
+  std::string node_name;  // required: pool name and spec.nodeName
+  // Wait after a watch event before syncing, so a burst of events gives one sync.
+  std::chrono::milliseconds debounce{100};
+  // Failed syncs retry after these delays (reset by a success).
+  kube::BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000),
+                              2.0, 0.5};
+  // A full sync this often even without events (0: never).
+  std::chrono::milliseconds resync_interval{std::chrono::minutes(10)};
+  // Immediate re-list + retry after a 409 Conflict inside one SyncOnce.
+  int conflict_retries = 3;
+  // The informer's watch requests last this long (the server ends them; the informer resumes).
+  int watch_timeout_seconds = 300;
+  // The informer's own reconnect backoff (API down, 5xx).
+  kube::BackoffPolicy watch_backoff{std::chrono::milliseconds(500),
+                                    std::chrono::milliseconds(30000), 2.0, 0.5};
+};
+
+struct SlicePublisherStats {
+  uint64_t syncs = 0;         // SyncOnce calls that completed (OK or not)
+  uint64_t sync_errors = 0;   // ... that failed
+  uint64_t creates = 0;
+  uint64_t updates = 0;
+  uint64_t deletes = 0;       // obsolete slices deleted (404s included)
+  uint64_t conflicts = 0;     // 409s that forced a re-list
+  uint64_t watch_triggers = 0;  // watch events / re-lists that marked the pool dirty
+  int64_t generation = 0;     // pool generation after the last successful sync
+  int slices = 0;             // slices published after the last successful sync
+  bool published = false;     // the desired state was reached at least once
+  std::string last_error;     // "" when the last sync succeeded
+};
+
+class SlicePublisher {
+ public:
+  // `client`, `clock` and `random` must outlive the publisher. INVALID_ARGUMENT without a node
+  // name. Makes no request.
+  static Result<std::unique_ptr<SlicePublisher>> Create(kube::KubeClient& client, kube::Clock& clock,
+                                                        kube::Random& random,
+                                                        SlicePublisherOptions options);
+  ~SlicePublisher();
+  SlicePublisher(const SlicePublisher&) = delete;
+  SlicePublisher& operator=(const SlicePublisher&) = delete;
+
+  // The devices to publish (replacing any earlier catalog); wakes Run for an immediate sync.
+  void SetDesired(DeviceCatalog catalog);
+
+  // One reconcile against the API (see above). FAILED_PRECONDITION before SetDesired; otherwise
+  // the API error that stopped it (the next sync starts over).
+  Status SyncOnce();
+
+  // Runs the informer and the sync loop until `stop` becomes true or Stop() is called; returns
+  // within about 200 ms of that (a request in flight finishes or times out first). Slices are
+  // left in place: the next start adopts them.
+  void Run(const std::atomic<bool>& stop);
+  void Stop();
+
+  bool published() const { return published_.load(); }
+  SlicePublisherStats stats() const;
+
+ private:
+  struct Desired;
+  SlicePublisher(kube::KubeClient& client, kube::Clock& clock, kube::Random& random,
+                 SlicePublisherOptions options);
+
+  Status SyncLocked();  // sync_mu_ held
+  Status SyncAttempt(const Desired& desired, bool* conflict);
+  Status EnsureNodeUid();
+  void NoteOwnWrite(const kube::JsonObject& object);
+  void OnWatchChange(const kube::JsonObject* object, bool deleted);
+  void MarkDirty(bool immediate);
+
+  kube::KubeClient& client_;
+  kube::Clock& clock_;
+  kube::Random& random_;
+  const SlicePublisherOptions options_;
+  const std::string field_selector_;
+
+  std::mutex sync_mu_;  // serializes syncs
+  std::string node_uid_;  // guarded by sync_mu_
+  // Per desired slice index: the desired content we last wrote and the server's form of it.
+  std::vector<std::pair<std::string, kube::JsonObject>> written_;  // guarded by sync_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<const Desired> desired_;  // guarded by mu_
+  bool dirty_ = false;                      // guarded by mu_
+  bool immediate_ = false;                  // guarded by mu_
+  std::set<std::pair<std::string, std::string>> own_writes_;  // (name, rv); guarded by mu_
+  std::set<std::string> own_deletes_;                         // guarded by mu_
+  SlicePublisherStats stats_;                                 // guarded by mu_
+  std::atomic<bool> published_{false};
+  std::atomic<bool> stop_requested_{false};
+};
+
+// The desired index encoded in a slice name made from SliceGenerateName(index, node):
+// "<hex index>-dra.cpu-<node>-<suffix>", or nullopt when the name does not have that form.
+std::optional<int> SliceIndexFromName(const std::string& name, const std::string& node_name);
+
+}  // namespace dracpu::dra

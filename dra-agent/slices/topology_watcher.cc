@@ -1,0 +1,79 @@
+#include "dra-agent/slices/topology_watcher.h"
+
+#include <algorithm>
+
+namespace dracpu::dra {
+namespace {
+
+constexpr char kOnlinePath[] = "sys/devices/system/cpu/online";
+constexpr std::chrono::milliseconds kStopPoll{200};
+
+}  // namespace
+
+TopologyWatcher::TopologyWatcher(const FileSystem& fs, kube::Clock& clock,
+                                 const CpuTopology& initial, Callback on_change,
+                                 TopologyWatcherOptions options)
+    : fs_(fs),
+      clock_(clock),
+      on_change_(std::move(on_change)),
+      options_(options),
+      online_(initial.online) {}
+
+Result<bool> TopologyWatcher::Poll() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.polls;
+  }
+  auto record_error = [&](const Status& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.errors;
+    stats_.last_error = s.ToString();
+    return s;
+  };
+  // Old kernels have no cpu/online: then every poll discovers.
+  std::string text;
+  const bool has_online_file = fs_.Exists(kOnlinePath);
+  if (has_online_file) {
+    Result<std::string> read = fs_.ReadFile(kOnlinePath, 4096);
+    if (!read.ok()) return record_error(read.status());
+    text = *std::move(read);
+    if (!online_text_.empty() && text == online_text_) return false;
+  }
+  Result<CpuTopology> topology = DiscoverTopology(fs_, options_.discovery);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.discoveries;
+  }
+  if (!topology.ok()) return record_error(topology.status());
+  online_text_ = text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.last_error.clear();
+  }
+  if (topology->online == online_) return false;
+  online_ = topology->online;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.changes;
+  }
+  on_change_(*topology);
+  return true;
+}
+
+void TopologyWatcher::Run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    Poll().status().IgnoreError();  // counted in stats; the next poll retries
+    const auto end = clock_.Now() + options_.interval;
+    while (!stop.load() && clock_.Now() < end) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_.Now());
+      clock_.SleepFor(std::min(left, kStopPoll), &stop);
+    }
+  }
+}
+
+TopologyWatcherStats TopologyWatcher::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace dracpu::dra
