@@ -48,6 +48,7 @@ Status MakeParentDirectory(const std::string& path) {
 
 Result<std::unique_ptr<DraAgent>> DraAgent::Start(const AgentConfig& config, std::string version,
                                                   std::unique_ptr<kube::KubeClient> client) {
+  if (client == nullptr) return InvalidArgumentError("the dra-agent needs a Kubernetes API client");
   std::unique_ptr<DraAgent> agent(new DraAgent());
   agent->config_ = config;
   agent->client_ = std::move(client);
@@ -67,7 +68,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   if (!offline_reserved.Empty()) {
     LOG(WARNING) << "reservedCPUs " << offline_reserved.ToListString() << " are not online";
   }
-  CatalogOptions co;
+  CatalogOptions& co = catalog_options_;
   co.mode = config.driver.cpu_device_mode;
   co.group_by = config.driver.group_by;
   co.reserved = config.driver.reserved_cpus;
@@ -136,10 +137,29 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   available_cpus_ = &metrics_.AddGauge("dra_cpu_available_cpus", "CPUs in the shared pool.");
   reserved_cpus_ = &metrics_.AddGauge("dra_cpu_reserved_cpus", "CPUs in reservedCPUs.");
   claims_active_ = &metrics_.AddGauge("dra_cpu_resource_claims_active", "Prepared claims.");
+  slices_published_ = &metrics_.AddGauge("dracpu_resourceslices", "ResourceSlices published by the last successful sync.");
+  slice_sync_errors_ = &metrics_.AddCounter("dracpu_resourceslice_sync_errors_total", "Failed ResourceSlice syncs.");
   ASSIGN_OR_RETURN(http_, HttpServer::Start(config.bind_address,
                                             {{"/metrics", [this] { return Metrics(); }},
                                              {"/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; }},
                                              {"/readyz", [this] { return Readyz(); }}}));
+
+  // Slices: published and kept true in the background; republished when CPUs come and go.
+  SlicePublisherOptions spo;
+  spo.node_name = config.node_name;
+  ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, clock_, random_, spo));
+  publisher_->SetDesired(catalog_);
+  publisher_thread_ = std::thread([this] { publisher_->Run(stop_threads_); });
+  watcher_ = std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
+    LOG(WARNING) << "CPUs online changed to " << t.online.ToListString() << "; republishing ResourceSlices";
+    auto catalog = BuildDeviceCatalog(t, catalog_options_);
+    if (!catalog.ok()) {
+      LOG(ERROR) << "cannot rebuild the devices: " << catalog.status().ToString();
+      return;
+    }
+    publisher_->SetDesired(std::move(catalog).value());
+  });
+  watcher_thread_ = std::thread([this] { watcher_->Run(stop_threads_); });
 
   // 5. The kubelet.
   health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, *sysfs_, *segment_,
@@ -176,11 +196,19 @@ HttpResponse DraAgent::Metrics() {
     claims_active_->Set({}, static_cast<double>(s->claims.size()));
   }
   reserved_cpus_->Set({}, config_.driver.reserved_cpus.Count());
+  if (publisher_) {
+    const SlicePublisherStats st = publisher_->stats();
+    slices_published_->Set({}, st.slices);
+    slice_sync_errors_->Set({}, static_cast<double>(st.sync_errors));
+  }
   return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.RenderText()};
 }
 
 HttpResponse DraAgent::Readyz() {
   if (!registered()) return {503, "text/plain", "not registered with the kubelet yet\n"};
+  if (!slices_published()) {
+    return {503, "text/plain", "ResourceSlices not published yet: " + publisher_->stats().last_error + "\n"};
+  }
   return {200, "text/plain", "ready\n"};
 }
 
@@ -194,6 +222,11 @@ void DraAgent::Run(const std::atomic<bool>& stop) {
 void DraAgent::Stop() {
   if (streamer_) streamer_->Stop();
   if (kubelet_) kubelet_->Shutdown();
+  // Slices stay in the API: the next start adopts them, as the kubelet expects.
+  stop_threads_ = true;
+  if (publisher_) publisher_->Stop();
+  if (publisher_thread_.joinable()) publisher_thread_.join();
+  if (watcher_thread_.joinable()) watcher_thread_.join();
   if (http_) http_->Stop();
 }
 

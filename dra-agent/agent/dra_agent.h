@@ -4,7 +4,8 @@
 //      config and topology summaries the nri-agent reads;
 //   3. the CDI directory, and Reconcile() of shared memory with the CDI specs, so a claim
 //      prepared before a crash stays reserved;
-//   4. /metrics, /healthz, /readyz;
+//   4. /metrics, /healthz, /readyz; the ResourceSlice publisher (kept true against the API) and
+//      the sysfs watcher that republishes when CPUs go online or offline;
 //   5. last, the kubelet-facing gRPC servers (DRA v1/v1beta1, health) and the registration
 //      socket: the kubelet can only call Prepare once everything above is ready.
 // Stop() (or destruction) deregisters first, then stops the rest. Thread safety: Start/Stop from
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/cpu_topology.h"
 #include "common/file_system.h"
@@ -24,11 +26,14 @@
 #include "dra-agent/agent/device_health_monitor.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
+#include "dra-agent/kube/clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kubelet/health_service.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
 #include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/slices/slice_publisher.h"
+#include "dra-agent/slices/topology_watcher.h"
 #include "shm-schema/segment.h"
 
 namespace dracpu::dra {
@@ -47,6 +52,7 @@ class DraAgent {
   void Stop();
 
   bool registered() const { return kubelet_ && kubelet_->registered(); }
+  bool slices_published() const { return publisher_ && publisher_->published(); }
   int http_port() const { return http_ ? http_->port() : 0; }
   const CpuTopology& topology() const { return topology_; }
   const DeviceCatalog& catalog() const { return catalog_; }
@@ -58,6 +64,8 @@ class DraAgent {
   HttpResponse Readyz();
 
   AgentConfig config_;
+  kube::SystemClock clock_;
+  kube::DefaultRandom random_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<FileSystem> sysfs_;
   std::unique_ptr<FileSystem> host_fs_;
@@ -71,12 +79,20 @@ class DraAgent {
   Metric* available_cpus_ = nullptr;
   Metric* reserved_cpus_ = nullptr;
   Metric* claims_active_ = nullptr;
+  Metric* slices_published_ = nullptr;
+  Metric* slice_sync_errors_ = nullptr;
   std::unique_ptr<CpuClaimPreparer> preparer_;
   std::unique_ptr<DeviceHealthMonitor> health_;
   std::unique_ptr<HealthStreamer> streamer_;
   std::unique_ptr<HealthV1alpha1Service> health_v1alpha1_;
   std::unique_ptr<HealthV1Service> health_v1_;
   std::unique_ptr<HttpServer> http_;
+  CatalogOptions catalog_options_;
+  std::unique_ptr<SlicePublisher> publisher_;
+  std::unique_ptr<TopologyWatcher> watcher_;
+  std::atomic<bool> stop_threads_{false};
+  std::thread publisher_thread_;
+  std::thread watcher_thread_;
   std::unique_ptr<KubeletPluginServer> kubelet_;
 };
 

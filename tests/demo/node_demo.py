@@ -157,15 +157,34 @@ class Demo:
         print("kubelet simulator         registered %s, endpoint %s, speaking %s" %
               (reg.get("name"), reg.get("endpoint"), reg.get("chosen")))
 
+        say("3. ResourceSlices the scheduler sees")
+        deadline = time.time() + 10
+        slices = []
+        while time.time() < deadline and not slices:
+            with urllib.request.urlopen(self.api + "/apis/resource.k8s.io/v1/resourceslices", timeout=5) as r:
+                slices = json.loads(r.read())["items"]
+            time.sleep(0.05)
+        for sl in slices:
+            spec = sl["spec"]
+            print("%s  pool %s generation %d, %d device(s)" % (sl["metadata"]["name"], spec["pool"]["name"],
+                                                             spec["pool"]["generation"], len(spec["devices"])))
+            for d in spec["devices"]:
+                cap = d.get("capacity", {}).get("dra.cpu/cpu", {})
+                attrs = ", ".join("%s=%s" % (k.split("/")[-1], list(v.values())[0]) for k, v in sorted(d["attributes"].items())
+                                  if k in ("resource.kubernetes.io/numaNode", "dra.cpu/socketID", "dra.cpu/smtEnabled"))
+                print("  %-14s dra.cpu/cpu=%s (requestPolicy %s)  %s" % (d["name"], cap.get("value", "-"),
+                                                                     json.dumps(cap.get("requestPolicy", {})), attrs))
+        note("  (one CPU of the first device is kept out for the shared pool: minSharedCPUs=1)")
+
         nodes = [n for n in info["numaNodes"] if n["cpus"]]
         first, last = nodes[0], nodes[-1]
         n_first = len(cpulist(first["cpus"]))
         small = max(1, min(4, n_first - 2))
-        say("3. Shared pool before any claim")
+        say("4. Shared pool before any claim")
         before = self.shared_pool()
         print("shared pool: %s (%d CPUs)" % (fmt(before), len(before)))
 
-        say("4. Two claims prepared through the kubelet")
+        say("5. Two claims prepared through the kubelet")
         uid_a = "aaaaaaaa-0000-4000-8000-00000000000a"
         uid_b = "bbbbbbbb-0000-4000-8000-00000000000b"
         ref_a = self.claim("numa0-claim", uid_a, "cpudevnuma%03d" % first["id"], small)
@@ -185,10 +204,10 @@ class Demo:
         after = self.shared_pool()
         print("shared pool now: %s (%d CPUs)" % (fmt(after), len(after)))
 
-        say("5. dracpu-shm dump: the live state both agents share")
+        say("6. dracpu-shm dump: the live state both agents share")
         print(self.shm_dump())
 
-        say("6. SIGKILL the dra-agent, restart it: nothing lost")
+        say("7. SIGKILL the dra-agent, restart it: nothing lost")
         self.procs["dra-agent"].kill()
         self.procs["dra-agent"].wait()
         print("dra-agent killed (SIGKILL)")
@@ -202,7 +221,7 @@ class Demo:
                                 capture_output=True, text=True)
         print("dracpu-shm verify: " + (verify.stdout.strip() or verify.stderr.strip()))
 
-        say("7. Release a claim: the shared pool grows back")
+        say("8. Release a claim: the shared pool grows back")
         rc, out = self.kubelet_cmd("unprepare", ref_a)
         grown = self.shared_pool()
         print("numa0-claim unprepared; shared pool: %s (%d CPUs, +%d)" % (fmt(grown), len(grown), len(grown) - len(after)))

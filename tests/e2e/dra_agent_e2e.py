@@ -165,7 +165,22 @@ def main():
 
         rc, reg = node.kubelet_cmd("register")
         check(rc == 0 and reg.get("chosen") == "v1.DRAPlugin", "kubelet registers the plugin over v1: %s" % reg)
-        wait_for(lambda: http_get(node.http + "/readyz")[0] == 200, "/readyz 200 after registration")
+        wait_for(lambda: http_get(node.http + "/readyz")[0] == 200, "/readyz 200 after registration and publishing")
+        status, body = http_get(node.url + "/apis/resource.k8s.io/v1/resourceslices")
+        slices = json.loads(body)["items"]
+        check(len(slices) == 1 and slices[0]["spec"]["nodeName"] == "node-1", "one ResourceSlice for node-1")
+        devices = {d["name"]: d for d in slices[0]["spec"]["devices"]}
+        check(sorted(devices) == ["cpudevnuma000", "cpudevnuma001"], "devices cpudevnuma000 and 001")
+        check(devices["cpudevnuma000"]["capacity"]["dra.cpu/cpu"]["value"] == "15" and
+              devices["cpudevnuma001"]["capacity"]["dra.cpu/cpu"]["value"] == "16",
+              "capacities 15 + 16 (one CPU kept for the shared pool)")
+        # An operator deletes the slice: it comes back.
+        name = slices[0]["metadata"]["name"]
+        req = urllib.request.Request(node.url + "/apis/resource.k8s.io/v1/resourceslices/" + name, method="DELETE")
+        urllib.request.urlopen(req, timeout=5).read()
+        wait_for(lambda: json.loads(http_get(node.url + "/apis/resource.k8s.io/v1/resourceslices")[1])["items"],
+                 "the deleted ResourceSlice to come back", timeout=10)
+        print("ok: deleted ResourceSlice re-created")
 
         rc, health = node.kubelet_cmd("health", "1")
         check(rc == 0 and sorted(d["device"] for d in health[0]) == ["cpudevnuma000", "cpudevnuma001"],
