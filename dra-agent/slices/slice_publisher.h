@@ -110,8 +110,9 @@ class SlicePublisher {
   Status SyncOnce();
 
   // Runs the informer and the sync loop until `stop` becomes true or Stop() is called; returns
-  // within about 200 ms of that (a request in flight finishes or times out first). Slices are
-  // left in place: the next start adopts them.
+  // within about a second of that (the sync loop notices within 200 ms, the informer's open watch
+  // within about a second; a request in flight finishes or times out first). Slices are left in
+  // place: the next start adopts them.
   void Run(const std::atomic<bool>& stop);
   void Stop();
 
