@@ -127,6 +127,17 @@ void NriAgent::Heartbeat() {
   heartbeat_timer_ = 0;
   if (shut_down_) return;
   last_tick_ns_ = NowNs();
+  if (plugin_ != nullptr && plugin_->failed_attempts() != logged_failed_attempts_) {
+    // Connections that failed outright (socket missing, runtime down) end in no Disconnected;
+    // say so once per distinct error.
+    logged_failed_attempts_ = plugin_->failed_attempts();
+    const std::string err = plugin_->last_error().ToString();
+    if (err != logged_connect_error_) {
+      LOG(WARNING) << "cannot connect to the runtime (attempt " << logged_failed_attempts_
+                   << ", next in " << plugin_->next_delay().count() << " ms): " << err;
+      logged_connect_error_ = err;
+    }
+  }
   if (segment_ != nullptr) {
     segment_->Heartbeat();
     if (segment_->IsStale()) OnStale();
@@ -176,6 +187,7 @@ void NriAgent::TryAttach() {
 
 void NriAgent::Connect() {
   ready_ = false;
+  logged_failed_attempts_ = 0;
   plugin_.reset();
   plugin_ = std::make_unique<nri::ReconnectingPlugin>(loop_, options_.connect, options_.plugin,
                                                       *this, options_.backoff);
@@ -340,6 +352,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::Synchronize(
                << " containers=" << containers.size() << " failed: " << r.status().ToString();
     return ForRuntime(r.status());
   }
+  logged_connect_error_.clear();
   LOG(INFO) << "op=" << op << " Synchronize pods=" << pods.size()
             << " containers=" << containers.size() << " updates=" << UpdatesText(*r)
             << (segment_ == nullptr ? " (no shared-memory segment yet: conservative pool)" : "");

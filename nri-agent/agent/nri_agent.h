@@ -123,7 +123,9 @@ class NriAgent : public nri::PluginHandler {
   bool update_in_flight_ = false;
   bool rerun_after_update_ = false;
   int update_batches_ = 0;
-  std::string gated_logged_for_;  // the pool last reported as not pushed
+  std::string gated_logged_for_;
+  int logged_failed_attempts_ = 0;
+  std::string logged_connect_error_;  // the pool last reported as not pushed
   bool shut_down_ = false;
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> last_tick_ns_{0};
