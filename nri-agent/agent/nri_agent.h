@@ -1,0 +1,144 @@
+// NriAgent: the nri-agent process's core. Owns the PinningPolicy, the shared-memory attachment,
+// the NRI connection (ReconnectingPlugin) and the release watcher, all driven by one EventLoop.
+// It is the PluginHandler the adapter calls: it logs every request with `op=<8 hex>` and its
+// pod/container/claim keys, records metrics, and forwards to the policy.
+//
+// Start-up: it tries to attach the segment (role kNriAgent) every `segment_poll`, for at most
+// `segment_wait` before connecting to the runtime anyway. Until the segment is attached the
+// policy pins shared containers conservatively (the node's allocatable CPUs minus every CPU any
+// running container's DRA_CPUSET env names) and refuses exclusive containers (UNAVAILABLE: the
+// kubelet retries). When the segment attaches later (or is replaced: IsStale), the agent
+// reconnects so that the runtime's fresh Synchronize reconciles every container (its answer
+// carries the re-pinning, never an unsolicited update).
+//
+// Widening: a watcher thread blocks in Segment::WaitForChange and posts one coalesced task to
+// the loop per change; the task asks the policy for pending shared-pool updates and, when
+// sharedPoolUpdates allows it for this runtime, sends them as one UpdateContainers batch
+// (asynchronous: the loop never waits for it; one batch in flight, changes meanwhile rerun it
+// after). Heartbeats go into the segment every `heartbeat_interval`.
+//
+// Thread safety: everything on the loop thread, except healthy()/ready() (any thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "common/metrics.h"
+#include "common/status.h"
+#include "nri-agent/loop/event_loop.h"
+#include "nri-agent/nri/plugin.h"
+#include "nri-agent/nri/reconnecting_plugin.h"
+#include "nri-agent/nri/types.h"
+#include "nri-agent/policy/pinning_policy.h"
+#include "shm-schema/segment.h"
+
+namespace dracpu::agent {
+
+struct NriAgentOptions {
+  std::string shm_path;
+  // Opening the segment: role, version and the seams tests set (boot id, PID namespace).
+  shm::OpenOptions shm_open;
+  std::chrono::milliseconds segment_wait{10000};
+  std::chrono::milliseconds segment_poll{200};
+  std::chrono::milliseconds heartbeat_interval{1000};
+  nri::ReconnectingPlugin::Connector connect;
+  nri::PluginOptions plugin;
+  nri::BackoffPolicy backoff;
+  policy::PolicyOptions policy;
+};
+
+class NriAgent : public nri::PluginHandler {
+ public:
+  // `metrics` may be null; otherwise it must outlive the agent. Nothing happens before Start().
+  NriAgent(loop::EventLoop& loop, NriAgentOptions options, MetricsRegistry* metrics);
+  ~NriAgent() override;
+  NriAgent(const NriAgent&) = delete;
+  NriAgent& operator=(const NriAgent&) = delete;
+
+  // On the loop thread (or before it runs): starts attaching, heartbeats, and the connection.
+  void Start();
+  // Stops the watcher thread, closes the connection and cancels timers. Idempotent. Call on
+  // the loop thread, before destroying the loop.
+  void Shutdown();
+
+  // Any thread. healthy: the loop thread ran its heartbeat timer within 3 intervals.
+  // ready: the segment is attached and the runtime synchronized us.
+  bool healthy() const;
+  bool ready() const { return ready_.load(); }
+
+  const policy::PinningPolicy& policy() const { return policy_; }
+  bool segment_attached() const { return segment_ != nullptr; }
+  const nri::ReconnectingPlugin* plugin() const { return plugin_.get(); }
+  // Batches of unsolicited updates sent so far (tests).
+  int update_batches() const { return update_batches_; }
+
+  // --- nri::PluginHandler (called by the adapter on the loop thread)
+  Result<nri::EventMask> Configure(const nri::RuntimeInfo& runtime) override;
+  Result<std::vector<nri::CpusetUpdate>> Synchronize(
+      const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) override;
+  Result<nri::CreateContainerResult> CreateContainer(const nri::Pod& pod,
+                                                     const nri::Container& container) override;
+  Result<std::vector<nri::CpusetUpdate>> UpdateContainer(const nri::Pod& pod,
+                                                         const nri::Container& container,
+                                                         const nri::Cpuset& requested) override;
+  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod& pod,
+                                                       const nri::Container& container) override;
+  Status RemoveContainer(const nri::Pod& pod, const nri::Container& container) override;
+  void Disconnected(const Status& reason) override;
+
+ private:
+  std::string NewOp();
+  void TryAttach();
+  void Connect();  // (re)creates the ReconnectingPlugin
+  void StartWatcher();
+  void StopWatcher();
+  void OnSegmentChanged();
+  void OnStale();
+  void Heartbeat();
+  void LogWarnings(const std::string& op);
+  void UpdateGauges();
+  void Observe(const char* method, const Status& status,
+               std::chrono::steady_clock::time_point start);
+
+  loop::EventLoop& loop_;
+  NriAgentOptions options_;
+  policy::PinningPolicy policy_;
+  std::unique_ptr<shm::Segment> segment_;
+  std::unique_ptr<nri::ReconnectingPlugin> plugin_;
+  std::thread watcher_;
+  std::atomic<bool> watcher_stop_{false};
+  std::atomic<bool> change_posted_{false};
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::chrono::steady_clock::time_point started_;
+  bool connected_once_ = false;
+  bool wait_logged_ = false;
+  std::string last_attach_error_;
+  loop::EventLoop::TimerId attach_timer_ = 0;
+  loop::EventLoop::TimerId heartbeat_timer_ = 0;
+  bool update_in_flight_ = false;
+  bool rerun_after_update_ = false;
+  int update_batches_ = 0;
+  std::string gated_logged_for_;
+  int logged_failed_attempts_ = 0;
+  std::string logged_connect_error_;  // the pool last reported as not pushed
+  bool shut_down_ = false;
+  std::atomic<bool> ready_{false};
+  std::atomic<int64_t> last_tick_ns_{0};
+  std::mt19937 rng_;
+
+  Metric* requests_ = nullptr;
+  Metric* latency_ = nullptr;
+  Metric* containers_gauge_ = nullptr;
+  Metric* pool_gauge_ = nullptr;
+  Metric* pool_updates_ = nullptr;
+  Metric* connected_gauge_ = nullptr;
+  Metric* attached_gauge_ = nullptr;
+  Metric* disconnects_ = nullptr;
+};
+
+}  // namespace dracpu::agent

@@ -1,0 +1,234 @@
+// dracpu-nri-agent: the NRI half of dracpu. Pins every container on the node: exclusive
+// containers to their claims' CPUs, every other container to the shared pool, over the
+// shared-memory segment the dra-agent writes (docs/nri-agent.md).
+//
+// Exit codes: 0 after SIGTERM/SIGINT; 1 when start-up fails (bad config, topology, bind address)
+// or, for a pre-launched plugin (NRI_PLUGIN_SOCKET), when the runtime's connection ends (the
+// runtime relaunches it); 2 for a usage error.
+#include <glog/logging.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/driver_config.h"
+#include "common/file_system.h"
+#include "common/flag_parser.h"
+#include "common/http_server.h"
+#include "common/metrics.h"
+#include "common/topology_discovery.h"
+#include "common/unique_fd.h"
+#include "dracpu_version.h"
+#include "nri-agent/agent/nri_agent.h"
+#include "nri-agent/loop/event_loop.h"
+#include "nri-agent/nri/plugin.h"
+#include "shm-schema/segment.h"
+
+namespace {
+
+using namespace dracpu;
+
+struct Flags {
+  std::string nri_socket;
+  std::string shm_path = shm::DefaultSegmentPath();
+  std::string sysfs_root = "/";
+  std::string bind_address = ":8081";
+  std::string config;
+  std::string plugin_name = "dra.cpu";
+  std::string plugin_index = "00";
+  int segment_wait_ms = 10000;
+  int verbosity = 0;
+  bool version = false;
+};
+
+Result<DriverConfig> LoadConfig(const std::string& path) {
+  DriverConfig config;
+  if (path.empty()) return config;
+  std::ifstream in(path);
+  if (!in) return NotFoundError("--config " + path + ": cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  RETURN_IF_ERROR(ParseDriverConfig(text.str(), path, config));
+  return config;
+}
+
+// The allocatable CPUs as this agent sees them: online minus the reserved ones under
+// strictCPUReservation (the dra-agent's topology record, once attached, takes over).
+Result<CpuSet> FallbackPool(const std::string& sysfs_root, const DriverConfig& config) {
+  ASSIGN_OR_RETURN(std::unique_ptr<FileSystem> fs, NewPosixFileSystem(sysfs_root));
+  DiscoveryOptions options;
+  options.pcie_roots = false;
+  ASSIGN_OR_RETURN(CpuTopology topo, DiscoverTopology(*fs, options));
+  CpuSet pool = topo.online;
+  if (config.strict_cpu_reservation) pool -= config.reserved_cpus;
+  return pool;
+}
+
+int Run(const Flags& flags) {
+  auto config = LoadConfig(flags.config);
+  if (!config.ok()) {
+    LOG(ERROR) << config.status().ToString();
+    return 1;
+  }
+  auto fallback = FallbackPool(flags.sysfs_root, *config);
+  if (!fallback.ok()) {
+    LOG(ERROR) << "reading the CPU topology under " << flags.sysfs_root << ": "
+               << fallback.status().ToString();
+    return 1;
+  }
+  if (Status s = nri::ValidatePluginIdentity(flags.plugin_name, flags.plugin_index); !s.ok()) {
+    LOG(ERROR) << s.ToString();
+    return 2;
+  }
+
+  // SIGTERM/SIGINT arrive through a signalfd on the loop; blocked before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  UniqueFd sigfd(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd.valid()) {
+    LOG(ERROR) << "signalfd failed";
+    return 1;
+  }
+
+  auto loop = loop::EventLoop::Create();
+  if (!loop.ok()) {
+    LOG(ERROR) << "event loop: " << loop.status().ToString();
+    return 1;
+  }
+  loop::EventLoop& l = **loop;
+
+  agent::NriAgentOptions options;
+  options.shm_path = flags.shm_path;
+  options.shm_open.version = DRACPU_VERSION;
+  options.segment_wait = std::chrono::milliseconds(flags.segment_wait_ms);
+  options.plugin.name = flags.plugin_name;
+  options.plugin.index = flags.plugin_index;
+  options.policy.shared_pool_updates = config->shared_pool_updates;
+  options.policy.fallback_pool = *fallback;
+
+  bool prelaunched_lost = false;
+  const char* env_fd = std::getenv("NRI_PLUGIN_SOCKET");
+  if (env_fd != nullptr && flags.nri_socket.empty()) {
+    auto fd = nri::AdoptPluginSocket(env_fd);
+    if (!fd.ok()) {
+      LOG(ERROR) << "NRI_PLUGIN_SOCKET: " << fd.status().ToString();
+      return 1;
+    }
+    auto adopted = std::make_shared<std::optional<UniqueFd>>(std::move(*fd));
+    options.connect = [adopted, &l, &prelaunched_lost]() -> Result<UniqueFd> {
+      if (adopted->has_value()) {
+        UniqueFd out = std::move(**adopted);
+        adopted->reset();
+        return out;
+      }
+      // A pre-launched plugin cannot reconnect: the runtime relaunches it.
+      LOG(ERROR) << "the runtime's pre-connected socket is gone; exiting for a relaunch";
+      prelaunched_lost = true;
+      l.Stop();
+      return FailedPreconditionError("pre-launched plugin: no socket to reconnect to");
+    };
+    LOG(INFO) << "using the runtime's pre-connected socket (NRI_PLUGIN_SOCKET=" << env_fd << ")";
+  } else {
+    const std::string path = flags.nri_socket.empty() ? nri::kDefaultSocketPath : flags.nri_socket;
+    options.connect = [path] { return nri::ConnectNriSocket(path); };
+    LOG(INFO) << "NRI socket " << path;
+  }
+
+  MetricsRegistry metrics;
+  agent::NriAgent agent(l, std::move(options), &metrics);
+
+  std::map<std::string, HttpHandler> routes;
+  routes["/metrics"] = [&metrics] {
+    return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.RenderText()};
+  };
+  routes["/healthz"] = [&agent] {
+    return agent.healthy() ? HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}
+                           : HttpResponse{503, "text/plain; charset=utf-8", "event loop stalled\n"};
+  };
+  routes["/readyz"] = [&agent] {
+    return agent.ready()
+               ? HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}
+               : HttpResponse{503, "text/plain; charset=utf-8",
+                              "not ready: segment not attached or not synchronized\n"};
+  };
+  auto http = HttpServer::Start(flags.bind_address, std::move(routes));
+  if (!http.ok()) {
+    LOG(ERROR) << "--bind-address " << flags.bind_address << ": " << http.status().ToString();
+    return 1;
+  }
+
+  auto watch = l.Watch(sigfd.get(), EPOLLIN, [&](uint32_t) {
+    signalfd_siginfo info;
+    while (::read(sigfd.get(), &info, sizeof info) == sizeof info) {
+      LOG(INFO) << "signal " << info.ssi_signo << ": shutting down";
+      l.Stop();
+    }
+  });
+  if (!watch.ok()) {
+    LOG(ERROR) << "watching the signalfd: " << watch.status().ToString();
+    return 1;
+  }
+
+  LOG(INFO) << "dracpu-nri-agent " << DRACPU_VERSION << " starting: plugin " << flags.plugin_index
+            << "-" << flags.plugin_name << ", shm " << flags.shm_path << ", sharedPoolUpdates="
+            << SharedPoolUpdatesName(config->shared_pool_updates) << ", fallback pool "
+            << fallback->ToListString() << ", http " << (*http)->port();
+  agent.Start();
+  Status s = l.Run();
+  agent.Shutdown();
+  (*http)->Stop();
+  if (!s.ok()) {
+    LOG(ERROR) << "event loop: " << s.ToString();
+    return 1;
+  }
+  LOG(INFO) << "dracpu-nri-agent stopped";
+  return prelaunched_lost ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  FlagParser parser;
+  parser.String("nri-socket", &flags.nri_socket,
+                "the runtime's NRI socket (default /var/run/nri/nri.sock, or the fd in "
+                "NRI_PLUGIN_SOCKET when set)");
+  parser.String("shm-path", &flags.shm_path, "the shared-memory segment the dra-agent creates");
+  parser.String("sysfs-root", &flags.sysfs_root, "the directory holding sys/devices/system/cpu");
+  parser.String("bind-address", &flags.bind_address, "/metrics, /healthz and /readyz address");
+  parser.String("config", &flags.config, "the driver config file (YAML)");
+  parser.String("plugin-name", &flags.plugin_name, "the NRI plugin name");
+  parser.String("plugin-index", &flags.plugin_index, "the NRI plugin index (two digits)");
+  parser.Int("segment-wait-ms", &flags.segment_wait_ms,
+             "how long to wait for the segment before connecting to the runtime without it");
+  parser.Int("v", &flags.verbosity, "glog verbosity");
+  parser.Bool("version", &flags.version, "print the version and exit");
+  auto rest = parser.Parse(std::vector<std::string>(argv + 1, argv + argc));
+  if (!rest.ok() || !rest->empty()) {
+    std::cerr << "dracpu-nri-agent: "
+              << (rest.ok() ? "unexpected argument " + rest->front() : rest.status().message())
+              << "\n\nusage: dracpu-nri-agent [flags]\n"
+              << parser.Usage();
+    return 2;
+  }
+  if (flags.version) {
+    std::cout << "dracpu-nri-agent " << DRACPU_VERSION << "\n";
+    return 0;
+  }
+  FLAGS_logtostderr = true;
+  FLAGS_v = flags.verbosity;
+  google::InitGoogleLogging(argv[0]);
+  return Run(flags);
+}

@@ -1,0 +1,535 @@
+#include "nri-agent/policy/pinning_policy.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <utility>
+
+#include "common/claim_env.h"
+#include "shm-schema/records.h"
+
+namespace dracpu::policy {
+namespace {
+
+std::string ListOf(const std::vector<int>& nodes) {
+  if (nodes.empty()) return "";
+  return CpuSet::FromVector(nodes).ToListString();
+}
+
+// "ns/pod/container (id)" for messages.
+std::string Describe(const nri::Pod& pod, const nri::Container& c) {
+  return pod.namespace_name + "/" + pod.name + "/" + c.name + " (" + c.id + ")";
+}
+std::string Describe(const TrackedContainer& t) {
+  return t.pod_namespace + "/" + t.pod_name + "/" + t.name + " (" + t.id + ")";
+}
+
+// The runtime's cpuset text as a set; nullopt when it does not parse (then it differs from
+// anything we place).
+std::optional<CpuSet> ParseReported(const std::string& text) {
+  if (text.empty()) return CpuSet();
+  auto r = CpuSet::ParseList(text, "container cpuset");
+  if (!r.ok()) return std::nullopt;
+  return *r;
+}
+
+TrackedContainer Track(const nri::Pod& pod, const nri::Container& c) {
+  TrackedContainer t;
+  t.id = c.id;
+  t.sandbox_id = c.pod_sandbox_id;
+  t.pod_uid = pod.uid;
+  t.pod_namespace = pod.namespace_name;
+  t.pod_name = pod.name;
+  t.name = c.name;
+  t.stopped = c.state == nri::ContainerState::kStopped;
+  return t;
+}
+
+shm::ContainerSpec SpecOf(const TrackedContainer& t) {
+  shm::ContainerSpec s;
+  s.id = t.id;
+  s.pod_uid = t.pod_uid;
+  s.pod_namespace = t.pod_namespace;
+  s.pod_name = t.pod_name;
+  s.name = t.name;
+  s.kind = t.kind;
+  s.claim_uids = t.claim_uids;
+  s.cpus = t.cpus;
+  s.mems = t.mems;
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::vector<int>> ParseNriVersion(const std::string& version) {
+  std::string_view v = version;
+  if (!v.empty() && v.front() == 'v') v.remove_prefix(1);
+  std::vector<int> parts;
+  while (parts.size() < 3) {
+    int n = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || p == v.data()) return std::nullopt;
+    parts.push_back(n);
+    v.remove_prefix(static_cast<size_t>(p - v.data()));
+    if (parts.size() < 3) {
+      if (v.empty() || v.front() != '.') return std::nullopt;
+      v.remove_prefix(1);
+    }
+  }
+  // Anything after the patch must be a pre-release or build suffix.
+  if (!v.empty() && v.front() != '-' && v.front() != '+') return std::nullopt;
+  return parts;
+}
+
+bool RuntimeSafeForUnsolicitedUpdates(const nri::RuntimeInfo& runtime) {
+  auto v = ParseNriVersion(runtime.nri_version);
+  if (!v) return false;
+  // containerd/nri#301 (the UpdateContainers deadlock fix) is in v0.12.1.
+  return *v >= std::vector<int>{0, 12, 1};
+}
+
+PinningPolicy::PinningPolicy(shm::Segment* segment, PolicyOptions options)
+    : segment_(segment), options_(std::move(options)) {}
+
+void PinningPolicy::AttachSegment(shm::Segment* segment) {
+  segment_ = segment;
+  pool_generation_ = 1;
+  recorded_pool_.reset();
+}
+
+nri::EventMask PinningPolicy::Events() {
+  return nri::MaskOf(nri::Event::kCreateContainer) | nri::MaskOf(nri::Event::kUpdateContainer) |
+         nri::MaskOf(nri::Event::kStopContainer) | nri::MaskOf(nri::Event::kRemoveContainer);
+}
+
+Result<nri::EventMask> PinningPolicy::Configure(const nri::RuntimeInfo& runtime) {
+  runtime_ = runtime;
+  return Events();
+}
+
+void PinningPolicy::Disconnected(const Status&) {}
+
+bool PinningPolicy::UnsolicitedUpdatesAllowed() const {
+  switch (options_.shared_pool_updates) {
+    case SharedPoolUpdates::kAlways:
+      return true;
+    case SharedPoolUpdates::kNever:
+      return false;
+    case SharedPoolUpdates::kAuto:
+      return runtime_.has_value() && RuntimeSafeForUnsolicitedUpdates(*runtime_);
+  }
+  return false;
+}
+
+Result<std::vector<ClaimEnv>> PinningPolicy::ParseEnv(const nri::Container& container) const {
+  std::vector<ClaimEnv> out;
+  for (const std::string& entry : container.env) {
+    ASSIGN_OR_RETURN(std::optional<ClaimEnv> env, ParseClaimEnvEntry(entry));
+    if (!env) continue;
+    auto same = std::find_if(out.begin(), out.end(),
+                             [&](const ClaimEnv& e) { return e.claim_uid == env->claim_uid; });
+    if (same != out.end()) {
+      if (same->cpus != env->cpus) {
+        return InvalidArgumentError("environment variable " + ClaimEnvName(env->claim_uid) +
+                                    " is set twice with different CPUs");
+      }
+      continue;
+    }
+    out.push_back(std::move(*env));
+  }
+  if (out.size() > static_cast<size_t>(shm::kMaxClaimsPerContainer)) {
+    return InvalidArgumentError("the container names " + std::to_string(out.size()) +
+                                " claims; at most " + std::to_string(shm::kMaxClaimsPerContainer) +
+                                " are supported");
+  }
+  return out;
+}
+
+Result<PinningPolicy::Verified> PinningPolicy::VerifyClaims(const std::vector<ClaimEnv>& envs,
+                                                            bool for_create) const {
+  if (segment_ == nullptr) {
+    // Not UNAVAILABLE: runtimes take that code as a broken plugin and drop it.
+    return FailedPreconditionError(
+        "the dra-agent's shared memory segment is not attached yet, so claims cannot be verified");
+  }
+  Verified v;
+  bool align = false;
+  std::set<int> mems;
+  for (const ClaimEnv& env : envs) {
+    ASSIGN_OR_RETURN(std::optional<shm::ClaimEntry> claim, segment_->FindClaim(env.claim_uid));
+    if (!claim) {
+      return NotFoundError("claim " + env.claim_uid +
+                           " is not prepared on this node (absent from the claims table): " +
+                           ClaimEnvName(env.claim_uid) + " cannot grant CPUs");
+    }
+    const shm::ClaimState state = claim->State();
+    const bool usable = state == shm::ClaimState::kPrepared ||
+                        (!for_create && state == shm::ClaimState::kReleasing);
+    if (!usable) {
+      return FailedPreconditionError("claim " + env.claim_uid + " is " +
+                                     std::string(shm::ClaimStateName(state)) + ", not prepared");
+    }
+    if (claim->cpus != env.cpus) {
+      return PermissionDeniedError(ClaimEnvName(env.claim_uid) + "=" + env.cpus.ToListString() +
+                                   " does not match the CPUs of claim " + env.claim_uid + " (" +
+                                   claim->cpus.ToListString() + ")");
+    }
+    v.claim_uids.push_back(env.claim_uid);
+    v.cpus |= claim->cpus;
+    if ((claim->flags & shm::kClaimAlignMemory) != 0) align = true;
+    for (int n : shm::NodeMaskToVector(claim->mems)) mems.insert(n);
+  }
+  if (align) v.mems.assign(mems.begin(), mems.end());
+  return v;
+}
+
+const TrackedContainer* PinningPolicy::OwnerOf(const std::string& claim_uid,
+                                               const std::string& pod_uid,
+                                               const std::string& name) const {
+  for (const auto& [id, t] : containers_) {
+    if (t.kind != shm::ContainerKind::kExclusive) continue;
+    if (std::find(t.claim_uids.begin(), t.claim_uids.end(), claim_uid) == t.claim_uids.end()) {
+      continue;
+    }
+    if (t.pod_uid == pod_uid && t.name == name) continue;  // the same container restarting
+    return &t;
+  }
+  return nullptr;
+}
+
+CpuSet PinningPolicy::FallbackPool() const {
+  CpuSet pool = options_.fallback_pool;
+  for (const auto& [id, cpus] : declared_) pool -= cpus;
+  return pool;
+}
+
+Result<CpuSet> PinningPolicy::SharedPool() {
+  if (segment_ == nullptr) return FallbackPool();
+  const uint64_t gen = segment_->generation();
+  if (gen == pool_generation_) return pool_cache_;
+  shm::SnapshotOptions so;
+  so.containers = false;
+  ASSIGN_OR_RETURN(shm::Snapshot snap, segment_->ReadSnapshot(so));
+  CpuSet pool;
+  if (snap.topology.updated_time_ns == 0) {
+    // The dra-agent has not recorded the topology yet: our own view, minus every claim.
+    pool = options_.fallback_pool;
+    for (const auto& c : snap.claims) pool -= c.cpus;
+  } else {
+    pool = shm::ComputeSharedPool(snap.topology, snap.config, snap.claims);
+  }
+  pool_cache_ = pool;
+  pool_generation_ = snap.generation;
+  return pool;
+}
+
+std::vector<nri::CpusetUpdate> PinningPolicy::SharedUpdates(const CpuSet& pool,
+                                                            const std::string& except_id,
+                                                            bool ignore_failure) const {
+  std::vector<nri::CpusetUpdate> updates;
+  const std::string list = pool.ToListString();
+  for (const auto& [id, t] : containers_) {
+    if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
+    if (t.cpus == pool) continue;
+    updates.push_back(nri::CpusetUpdate{id, nri::Cpuset{list, ""}, ignore_failure});
+  }
+  return updates;
+}
+
+Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upserts,
+                              const std::vector<std::string>& removals,
+                              const std::optional<CpuSet>& pool) {
+  if (segment_ == nullptr) return Status();
+  ASSIGN_OR_RETURN(shm::WriteTransaction tx, segment_->Begin());
+  // Holding the lock, nobody else commits: our writes leave the claims (and so the pool cache)
+  // as they are, so the cache stays valid across our own commit.
+  const bool cache_valid = segment_->generation() == pool_generation_;
+  Status first;
+  for (const std::string& id : removals) {
+    auto r = tx.RemoveContainer(id);
+    if (!r.ok() && first.ok()) first = r.status();
+  }
+  for (const TrackedContainer* t : upserts) {
+    Status s = tx.UpsertContainer(SpecOf(*t));
+    if (!s.ok() && first.ok()) first = s.WithContext("recording container " + Describe(*t));
+  }
+  if (pool && (!recorded_pool_ || *recorded_pool_ != *pool)) {
+    Status s = tx.SetSharedPool(*pool);
+    if (s.ok()) {
+      recorded_pool_ = *pool;
+    } else if (first.ok()) {
+      first = s;
+    }
+  }
+  const uint64_t committed = tx.Commit();
+  if (cache_valid && committed != 0) pool_generation_ = committed;
+  return first;
+}
+
+Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod& pod,
+                                                                  const nri::Container& container) {
+  auto envs = ParseEnv(container);
+  if (!envs.ok()) return envs.status().WithContext("container " + Describe(pod, container));
+
+  TrackedContainer t = Track(pod, container);
+  t.stopped = false;
+  nri::CreateContainerResult result;
+
+  if (envs->empty()) {  // a shared container
+    ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+    if (pool.Empty()) {
+      return ResourceExhaustedError(
+          "container " + Describe(pod, container) +
+          ": the shared CPU pool is empty (every allocatable CPU is held by a claim); refusing "
+          "to run a shared container on exclusive CPUs");
+    }
+    t.kind = shm::ContainerKind::kShared;
+    t.cpus = pool;
+    result.adjust.cpus = pool.ToListString();
+    Status s = Persist({&t}, {}, pool);
+    if (!s.ok()) warnings_.push_back("not recorded in shared memory: " + s.ToString());
+    declared_.erase(t.id);
+    containers_[t.id] = std::move(t);
+    return result;
+  }
+
+  // An exclusive container.
+  auto verified = VerifyClaims(*envs, /*for_create=*/true);
+  if (!verified.ok()) return verified.status().WithContext("container " + Describe(pod, container));
+  for (const std::string& uid : verified->claim_uids) {
+    if (const TrackedContainer* owner = OwnerOf(uid, pod.uid, container.name)) {
+      return AlreadyExistsError("container " + Describe(pod, container) + ": claim " + uid +
+                                " is already used by container " + Describe(*owner) +
+                                " of pod uid " + owner->pod_uid +
+                                "; a claim serves exactly one container");
+    }
+  }
+  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  int running_shared = 0;
+  for (const auto& [id, other] : containers_) {
+    if (other.kind == shm::ContainerKind::kShared && !other.stopped && id != container.id) {
+      ++running_shared;
+    }
+  }
+  if (pool.Empty() && running_shared > 0) {
+    return ResourceExhaustedError(
+        "container " + Describe(pod, container) + ": its claims leave the shared CPU pool empty "
+        "while " + std::to_string(running_shared) +
+        " shared containers run; refusing (they would keep running on exclusive CPUs)");
+  }
+  t.kind = shm::ContainerKind::kExclusive;
+  t.claim_uids = verified->claim_uids;
+  t.cpus = verified->cpus;
+  t.mems = verified->mems;
+  result.adjust.cpus = t.cpus.ToListString();
+  result.adjust.mems = ListOf(t.mems);
+  result.updates = SharedUpdates(pool, container.id, /*ignore_failure=*/false);
+
+  // Record first; only a recorded binding may take effect (the table is the binding's witness).
+  std::vector<TrackedContainer> shrunk;
+  shrunk.reserve(result.updates.size());
+  for (const auto& u : result.updates) {
+    TrackedContainer s = containers_.at(u.container_id);
+    s.cpus = pool;
+    shrunk.push_back(std::move(s));
+  }
+  std::vector<const TrackedContainer*> upserts{&t};
+  for (const auto& s : shrunk) upserts.push_back(&s);
+  RETURN_IF_ERROR(Persist(upserts, {}, pool).WithContext(
+      "container " + Describe(pod, container) + ": recording the claim binding"));
+  for (auto& s : shrunk) containers_[s.id] = std::move(s);
+  CpuSet declared;
+  for (const ClaimEnv& e : *envs) declared |= e.cpus;
+  declared_[t.id] = declared;
+  containers_[t.id] = std::move(t);
+  return result;
+}
+
+Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
+    const nri::Pod&, const nri::Container& container, const nri::Cpuset& requested) {
+  std::vector<nri::CpusetUpdate> out;
+  auto it = containers_.find(container.id);
+  if (it == containers_.end() || requested.cpus.empty()) return out;
+  const TrackedContainer& t = it->second;
+  const std::optional<CpuSet> wanted = ParseReported(requested.cpus);
+  const std::string mems = ListOf(t.mems);
+  const bool mems_differ = !mems.empty() && !requested.mems.empty() && requested.mems != mems;
+  if (wanted && *wanted == t.cpus && !mems_differ) return out;
+  out.push_back(nri::CpusetUpdate{t.id, nri::Cpuset{t.cpus.ToListString(), mems}, false});
+  return out;
+}
+
+Result<std::vector<nri::CpusetUpdate>> PinningPolicy::StopContainer(
+    const nri::Pod&, const nri::Container& container) {
+  auto it = containers_.find(container.id);
+  if (it != containers_.end()) it->second.stopped = true;
+  return std::vector<nri::CpusetUpdate>{};
+}
+
+Status PinningPolicy::RemoveContainer(const nri::Pod&, const nri::Container& container) {
+  containers_.erase(container.id);
+  declared_.erase(container.id);
+  return Persist({}, {container.id}, std::nullopt);
+}
+
+Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
+    const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) {
+  std::map<std::string, const nri::Pod*> pod_by_id;
+  for (const auto& p : pods) pod_by_id[p.id] = &p;
+  const nri::Pod no_pod;
+
+  // The recorded owner of each claim (container id), preferred over other claimants.
+  std::map<std::string, std::string> recorded_owner;
+  std::vector<std::string> table_ids;
+  if (segment_ != nullptr) {
+    shm::SnapshotOptions so;
+    so.claims = false;
+    ASSIGN_OR_RETURN(shm::Snapshot snap, segment_->ReadSnapshot(so));
+    for (const auto& e : snap.containers) {
+      table_ids.emplace_back(e.Id());
+      if (e.Kind() != shm::ContainerKind::kExclusive) continue;
+      for (uint32_t i = 0; i < e.claim_count; ++i) {
+        recorded_owner[std::string(e.ClaimUid(static_cast<int>(i)))] = std::string(e.Id());
+      }
+    }
+  }
+  std::set<std::string> present;
+  for (const auto& c : containers) present.insert(c.id);
+
+  std::map<std::string, TrackedContainer> rebuilt;
+  std::map<std::string, CpuSet> declared;
+  // Claim uid -> (pod uid, container name) that holds it in this rebuild.
+  std::map<std::string, std::pair<std::string, std::string>> holder;
+  std::vector<const nri::Container*> order;
+  // Recorded owners first, so that a forged claimant never displaces them.
+  for (const auto& c : containers) {
+    bool recorded = false;
+    for (const auto& [uid, id] : recorded_owner) recorded = recorded || id == c.id;
+    if (recorded) order.push_back(&c);
+  }
+  for (const auto& c : containers) {
+    if (std::find(order.begin(), order.end(), &c) == order.end()) order.push_back(&c);
+  }
+
+  for (const nri::Container* c : order) {
+    auto pit = pod_by_id.find(c->pod_sandbox_id);
+    const nri::Pod& pod = pit == pod_by_id.end() ? no_pod : *pit->second;
+    TrackedContainer t = Track(pod, *c);
+    t.kind = shm::ContainerKind::kShared;
+    auto envs = ParseEnv(*c);
+    if (!envs.ok()) {
+      warnings_.push_back("container " + Describe(pod, *c) + ": " + envs.status().ToString() +
+                          "; re-pinned to the shared pool");
+    } else if (!envs->empty()) {
+      CpuSet env_cpus;
+      for (const ClaimEnv& e : *envs) env_cpus |= e.cpus;
+      declared[t.id] = env_cpus;
+      if (segment_ == nullptr) {
+        // Cannot verify yet: keep what the env says (no update), and keep those CPUs out of the
+        // conservative pool.
+        t.kind = shm::ContainerKind::kExclusive;
+        for (const ClaimEnv& e : *envs) t.claim_uids.push_back(e.claim_uid);
+        t.cpus = env_cpus;
+      } else {
+        auto verified = VerifyClaims(*envs, /*for_create=*/false);
+        std::string conflict;
+        if (verified.ok()) {
+          for (const std::string& uid : verified->claim_uids) {
+            auto h = holder.find(uid);
+            if (h != holder.end() && h->second != std::make_pair(pod.uid, c->name)) {
+              conflict = "claim " + uid + " is held by another container";
+            }
+          }
+        }
+        if (!verified.ok() || !conflict.empty()) {
+          warnings_.push_back("container " + Describe(pod, *c) + ": " +
+                              (verified.ok() ? conflict : verified.status().ToString()) +
+                              "; re-pinned to the shared pool");
+        } else {
+          t.kind = shm::ContainerKind::kExclusive;
+          t.claim_uids = verified->claim_uids;
+          t.cpus = verified->cpus;
+          t.mems = verified->mems;
+          for (const std::string& uid : t.claim_uids) holder[uid] = {pod.uid, c->name};
+        }
+      }
+    }
+    rebuilt[t.id] = std::move(t);
+  }
+
+  containers_ = std::move(rebuilt);
+  declared_ = std::move(declared);
+  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+
+  std::vector<nri::CpusetUpdate> updates;
+  std::map<std::string, const nri::Container*> by_id;
+  for (const auto& c : containers) by_id[c.id] = &c;
+  const std::string pool_list = pool.ToListString();
+  int emptied = 0;
+  for (auto& [id, t] : containers_) {
+    const nri::Container& c = *by_id.at(id);
+    const std::optional<CpuSet> reported = ParseReported(c.cpuset.cpus);
+    if (t.kind == shm::ContainerKind::kShared) {
+      if (pool.Empty()) {
+        // Nothing to give it; emptying is never an option. Keep what it has.
+        t.cpus = reported.value_or(CpuSet());
+        if (!t.stopped) ++emptied;
+        continue;
+      }
+      t.cpus = pool;
+    }
+    if (t.stopped) continue;
+    const std::string mems = ListOf(t.mems);
+    const bool mems_differ = !mems.empty() && c.cpuset.mems != mems;
+    if (reported && *reported == t.cpus && !mems_differ) continue;
+    updates.push_back(nri::CpusetUpdate{
+        id, nri::Cpuset{t.kind == shm::ContainerKind::kShared ? pool_list : t.cpus.ToListString(),
+                        mems},
+        false});
+  }
+  if (emptied > 0) {
+    warnings_.push_back("the shared CPU pool is empty: " + std::to_string(emptied) +
+                        " shared containers keep their current cpusets");
+  }
+
+  std::vector<std::string> removals;
+  for (const std::string& id : table_ids) {
+    if (present.count(id) == 0) removals.push_back(id);
+  }
+  std::vector<const TrackedContainer*> upserts;
+  upserts.reserve(containers_.size());
+  for (const auto& [id, t] : containers_) upserts.push_back(&t);
+  Status s = Persist(upserts, removals, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool));
+  if (!s.ok()) warnings_.push_back("Synchronize not fully recorded in shared memory: " + s.ToString());
+  return updates;
+}
+
+Result<std::vector<nri::CpusetUpdate>> PinningPolicy::PendingPoolUpdates() {
+  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  if (pool.Empty()) return std::vector<nri::CpusetUpdate>{};
+  if (segment_ != nullptr && (!recorded_pool_ || *recorded_pool_ != pool)) {
+    RETURN_IF_ERROR(Persist({}, {}, pool));
+  }
+  return SharedUpdates(pool, "", /*ignore_failure=*/true);
+}
+
+Status PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
+                                     const std::vector<nri::CpusetUpdate>& failed) {
+  std::set<std::string> failed_ids;
+  for (const auto& f : failed) failed_ids.insert(f.container_id);
+  std::vector<const TrackedContainer*> upserts;
+  for (const auto& u : sent) {
+    if (failed_ids.count(u.container_id) != 0) continue;
+    auto it = containers_.find(u.container_id);
+    if (it == containers_.end()) continue;  // removed meanwhile
+    const std::optional<CpuSet> cpus = ParseReported(u.cpuset.cpus);
+    if (!cpus) continue;
+    it->second.cpus = *cpus;
+    upserts.push_back(&it->second);
+  }
+  return Persist(upserts, {}, std::nullopt);
+}
+
+std::vector<std::string> PinningPolicy::TakeWarnings() { return std::exchange(warnings_, {}); }
+
+}  // namespace dracpu::policy

@@ -1,0 +1,165 @@
+// PinningPolicy: the nri-agent's CPU pinning and shared-pool policy, the PluginHandler the NRI
+// adapter calls. Pure domain code over the shared-memory segment (role kNriAgent); no protobuf,
+// no logging (the agent's LoggingHandler logs each request). The claim lifetime it takes part in
+// is written once, in shm-schema/segment.h; the rules are in docs/nri-agent.md.
+//
+//  * CreateContainer: every DRA_CPUSET_<uid>=<cpulist> env entry is parsed strictly
+//    (ParseClaimEnvEntry). A malformed entry, a claim absent from the claims table or not
+//    kPrepared, or CPUs that differ from the claim's fail the creation (INVALID_ARGUMENT,
+//    NOT_FOUND / FAILED_PRECONDITION, PERMISSION_DENIED). A claim already bound to another
+//    container (another pod uid or container name) fails it too (ALREADY_EXISTS); the same
+//    container restarting (same pod uid and container name, new id) is allowed. An exclusive
+//    container gets the union of its claims' CPUs, and cpuset.mems = the union of its claims'
+//    memory nodes when any of its claims carries kClaimAlignMemory. Every other container gets
+//    the shared pool (shm::ComputeSharedPool). The reply also carries updates for the running
+//    shared containers whose cpuset differs from the pool (the shrink when a claim's container
+//    first starts). An empty pool refuses a shared container, and an exclusive one while running
+//    shared containers exist (RESOURCE_EXHAUSTED).
+//  * UpdateContainer: when the requested cpuset.cpus differs from ours, answers an update that
+//    re-asserts ours (merged by the runtime into its pending update).
+//  * StopContainer keeps the entry (marked stopped; never updated again); RemoveContainer
+//    removes it.
+//  * Synchronize: rebuilds the table from the runtime's containers (a container whose claims do
+//    not verify is re-pinned to the shared pool), removes table entries the runtime no longer
+//    has, and answers updates for every container whose cpuset differs from its placement. The
+//    claims table is never written by this role, so a prepared claim with no container survives.
+//  * Release (widen): PendingPoolUpdates() gives the updates that move running shared
+//    containers to the current pool; the agent pushes them with UpdateContainers when
+//    UnsolicitedUpdatesAllowed() and reports the outcome with UpdatesApplied().
+//
+// Without a segment (the dra-agent has not created it yet): shared containers get the fallback
+// pool (PolicyOptions::fallback_pool minus every CPU any known container's DRA_CPUSET env names);
+// exclusive containers are refused with FAILED_PRECONDITION (their claims cannot be verified).
+//
+// Thread safety: none; every call on the agent's event loop thread. The Segment may be read by
+// other threads meanwhile (the agent's change watcher).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/claim_env.h"
+#include "common/cpu_set.h"
+#include "common/driver_config.h"
+#include "common/status.h"
+#include "nri-agent/nri/types.h"
+#include "shm-schema/segment.h"
+
+namespace dracpu::policy {
+
+struct PolicyOptions {
+  SharedPoolUpdates shared_pool_updates = SharedPoolUpdates::kAuto;
+  // The shared pool while no segment is attached: the node's allocatable CPUs as the agent sees
+  // them in sysfs (online minus reserved under strictCPUReservation).
+  CpuSet fallback_pool;
+};
+
+// Whether a runtime is known to survive plugin-initiated UpdateContainers (protocols.md §4.3,
+// reference-driver.md §2.7: containerd deadlocks with NRI before containerd/nri#301, which is
+// in NRI v0.12.1). True when `nri_version` parses as v0.12.1 or later, for any runtime name.
+bool RuntimeSafeForUnsolicitedUpdates(const nri::RuntimeInfo& runtime);
+// "v0.12.1" / "0.12.1" / "v0.12.1-rc.1" -> {0, 12, 1}; nullopt when it does not parse.
+std::optional<std::vector<int>> ParseNriVersion(const std::string& version);
+
+// A container as the policy tracks it.
+struct TrackedContainer {
+  std::string id;
+  std::string sandbox_id;
+  std::string pod_uid;
+  std::string pod_namespace;
+  std::string pod_name;
+  std::string name;
+  shm::ContainerKind kind = shm::ContainerKind::kShared;
+  std::vector<std::string> claim_uids;  // exclusive only
+  CpuSet cpus;                          // cpuset.cpus we placed (and the runtime applied)
+  std::vector<int> mems;                // cpuset.mems we placed; empty: not set
+  bool stopped = false;
+  friend bool operator==(const TrackedContainer&, const TrackedContainer&) = default;
+};
+
+class PinningPolicy : public nri::PluginHandler {
+ public:
+  // `segment` (role kNriAgent) may be null: see the file comment. Not owned; must outlive the
+  // policy or be replaced with AttachSegment.
+  PinningPolicy(shm::Segment* segment, PolicyOptions options);
+
+  // Switches to `segment` (null: detach). The runtime's next Synchronize reconciles with it;
+  // the agent reconnects for that.
+  void AttachSegment(shm::Segment* segment);
+  shm::Segment* segment() const { return segment_; }
+
+  // --- nri::PluginHandler
+  Result<nri::EventMask> Configure(const nri::RuntimeInfo& runtime) override;
+  Result<std::vector<nri::CpusetUpdate>> Synchronize(
+      const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) override;
+  Result<nri::CreateContainerResult> CreateContainer(const nri::Pod& pod,
+                                                     const nri::Container& container) override;
+  Result<std::vector<nri::CpusetUpdate>> UpdateContainer(const nri::Pod& pod,
+                                                         const nri::Container& container,
+                                                         const nri::Cpuset& requested) override;
+  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod& pod,
+                                                       const nri::Container& container) override;
+  Status RemoveContainer(const nri::Pod& pod, const nri::Container& container) override;
+  void Disconnected(const Status& reason) override;
+
+  // --- widening (released claims)
+  // The current shared pool (from the segment, or the fallback pool without one).
+  Result<CpuSet> SharedPool();
+  // Updates moving every running shared container whose cpuset differs from the current pool
+  // to it (ignore_failure set: a container exiting meanwhile must not fail the batch). Also
+  // records the pool in the segment's shared-pool record when it changed. Empty when nothing
+  // differs or the pool is empty (a shared container is never emptied).
+  Result<std::vector<nri::CpusetUpdate>> PendingPoolUpdates();
+  // The runtime applied `sent` except `failed`: records the applied cpusets.
+  Status UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
+                        const std::vector<nri::CpusetUpdate>& failed);
+  // sharedPoolUpdates with the runtime of the last Configure: always -> true, never -> false,
+  // auto -> RuntimeSafeForUnsolicitedUpdates (false before any Configure).
+  bool UnsolicitedUpdatesAllowed() const;
+
+  // Things the last calls tolerated and the caller should log (a container re-pinned to the
+  // shared pool during Synchronize, a failed shared-memory write of a shared container).
+  std::vector<std::string> TakeWarnings();
+
+  const std::map<std::string, TrackedContainer>& containers() const { return containers_; }
+  const std::optional<nri::RuntimeInfo>& runtime() const { return runtime_; }
+  // The events the policy subscribes to.
+  static nri::EventMask Events();
+
+ private:
+  struct Verified {
+    std::vector<std::string> claim_uids;
+    CpuSet cpus;
+    std::vector<int> mems;
+  };
+  // Parses the container's env; nullopt-equivalent (empty claim_uids) when it names no claim.
+  Result<std::vector<ClaimEnv>> ParseEnv(const nri::Container& container) const;
+  // Verifies parsed claims against the claims table. `for_create`: only kPrepared claims;
+  // otherwise kReleasing is accepted too (the CPUs are still held).
+  Result<Verified> VerifyClaims(const std::vector<ClaimEnv>& envs, bool for_create) const;
+  // Another container (not the same pod uid + name) bound to `claim_uid`, if any.
+  const TrackedContainer* OwnerOf(const std::string& claim_uid, const std::string& pod_uid,
+                                  const std::string& name) const;
+  std::vector<nri::CpusetUpdate> SharedUpdates(const CpuSet& pool, const std::string& except_id,
+                                               bool ignore_failure) const;
+  CpuSet FallbackPool() const;
+  // Writes the given containers (upsert), removals and the pool in one transaction.
+  Status Persist(const std::vector<const TrackedContainer*>& upserts,
+                 const std::vector<std::string>& removals, const std::optional<CpuSet>& pool);
+
+  shm::Segment* segment_;
+  PolicyOptions options_;
+  std::optional<nri::RuntimeInfo> runtime_;
+  std::map<std::string, TrackedContainer> containers_;
+  // Every CPU named by a DRA_CPUSET env of a tracked container (for the fallback pool).
+  std::map<std::string, CpuSet> declared_;
+  // ComputeSharedPool cache, valid while the segment's generation is unchanged.
+  uint64_t pool_generation_ = 1;  // odd: never a committed generation
+  CpuSet pool_cache_;
+  std::optional<CpuSet> recorded_pool_;  // what the shared-pool record last held (ours)
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace dracpu::policy
