@@ -152,6 +152,9 @@ TEST_F(InformerSimTest, RidesOutAnApiOutageAndRelistsAfter410) {
   TakeLog();
   const uint16_t port = server_->port();
   server_->Stop();
+  // Let the informer see the outage (a refused reconnect) before the API returns; without this
+  // wait, a slow run (ASan) could reconnect only after the restart and never record the error.
+  ASSERT_TRUE(WaitFor([&] { return informer_->stats().errors >= 1; }));
   // While the API is down: one slice deleted, one created, one modified, and the history
   // compacted, so the informer's resume version is too old when the API returns.
   ASSERT_TRUE(state_->DeleteResourceSlice("a"));
