@@ -159,7 +159,13 @@ int RunAgent(const std::vector<std::string>& args) {
     return 1;
   }
   sd_notify(0, "READY=1\nSTATUS=serving the kubelet");
-  (*agent)->Run(stop);
+  // Under systemd with WatchdogSec=, every heartbeat (1 s) also feeds the watchdog.
+  uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  if (watchdog) LOG(INFO) << "systemd watchdog every " << watchdog_usec / 1000 << " ms";
+  (*agent)->Run(stop, [watchdog] {
+    if (watchdog) sd_notify(0, "WATCHDOG=1");
+  });
   sd_notify(0, "STOPPING=1");
   (*agent)->Stop();
   LOG(INFO) << "stopped";

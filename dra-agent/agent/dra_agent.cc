@@ -212,9 +212,10 @@ HttpResponse DraAgent::Readyz() {
   return {200, "text/plain", "ready\n"};
 }
 
-void DraAgent::Run(const std::atomic<bool>& stop) {
+void DraAgent::Run(const std::atomic<bool>& stop, const std::function<void()>& on_heartbeat) {
   while (!stop.load()) {
     segment_->Heartbeat();
+    if (on_heartbeat) on_heartbeat();
     std::this_thread::sleep_for(kHeartbeatInterval);
   }
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,8 +48,9 @@ class DraAgent {
   DraAgent(const DraAgent&) = delete;
   DraAgent& operator=(const DraAgent&) = delete;
 
-  // Heartbeats into shared memory until `stop`; returns then.
-  void Run(const std::atomic<bool>& stop);
+  // Heartbeats into shared memory every second until `stop`, calling `on_heartbeat` after each
+  // (main sends systemd's WATCHDOG=1 there); returns then.
+  void Run(const std::atomic<bool>& stop, const std::function<void()>& on_heartbeat = {});
   void Stop();
 
   bool registered() const { return kubelet_ && kubelet_->registered(); }

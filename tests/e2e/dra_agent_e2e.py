@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -91,14 +92,14 @@ class Node:
         self.agent = None
         self.http = None
 
-    def start_agent(self):
+    def start_agent(self, env=None):
         log = open(os.path.join(self.tmp, "agent.log"), "a")
         self.agent = subprocess.Popen(
             [os.path.join(self.build, "dra-agent/dracpu-dra-agent"),
              "--kubeconfig", os.path.join(self.tmp, "kubeconfig"), "--node-name", "node-1",
              "--sysfs-root", self.root, "--kubelet-root-dir", self.kubelet, "--cdi-root", self.cdi,
              "--shm-path", self.shm, "--bind-address", "127.0.0.1:0"],
-            stdout=log, stderr=log)
+            stdout=log, stderr=log, env=dict(os.environ, **(env or {})))
         self.procs.append(self.agent)
 
         def port():
@@ -211,10 +212,21 @@ def main():
         rc, out = node.kubelet_cmd("prepare", "default/missing/%s" % "deadbeef")
         check(rc == 1 and "not found" in out["deadbeef"]["error"], "unknown claim refused")
 
-        # SIGKILL and restart: the claim keeps its CPUs.
+        # SIGKILL and restart (this time under a systemd-style NOTIFY_SOCKET with a watchdog): the
+        # claim keeps its CPUs, and the agent reports READY=1 and feeds the watchdog.
         node.agent.kill()
         node.agent.wait()
-        node.start_agent()
+        notify_path = os.path.join(node.tmp, "notify.sock")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(notify_path)
+        notify.settimeout(10)
+        node.start_agent({"NOTIFY_SOCKET": notify_path, "WATCHDOG_USEC": "3000000"})
+        messages = set()
+        deadline = time.time() + 10
+        while time.time() < deadline and not {"READY=1", "WATCHDOG=1"} <= messages:
+            messages |= set(notify.recv(4096).decode().split("\n"))
+        notify.close()
+        check({"READY=1", "WATCHDOG=1"} <= messages, "sd_notify READY=1 and WATCHDOG=1: %s" % sorted(messages))
         rc, reg = node.kubelet_cmd("register")
         check(rc == 0, "kubelet registers the restarted agent")
         rc, out = node.kubelet_cmd("prepare", "default/claim-%s/%s" % (uid1, uid1))
