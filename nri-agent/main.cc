@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -186,7 +187,11 @@ int Run(const Flags& flags) {
             << SharedPoolUpdatesName(config->shared_pool_updates) << ", fallback pool "
             << fallback->ToListString() << ", http " << (*http)->port();
   agent.Start();
+  // For a Type=notify systemd unit: started (the runtime connection and the segment follow
+  // asynchronously; /readyz tells when both are there).
+  sd_notify(0, "READY=1\nSTATUS=nri-agent started");
   Status s = l.Run();
+  sd_notify(0, "STOPPING=1");
   agent.Shutdown();
   (*http)->Stop();
   if (!s.ok()) {
