@@ -92,13 +92,13 @@ class Node:
         self.agent = None
         self.http = None
 
-    def start_agent(self, env=None):
+    def start_agent(self, env=None, extra_args=()):
         log = open(os.path.join(self.tmp, "agent.log"), "a")
         self.agent = subprocess.Popen(
             [os.path.join(self.build, "dra-agent/dracpu-dra-agent"),
              "--kubeconfig", os.path.join(self.tmp, "kubeconfig"), "--node-name", "node-1",
              "--sysfs-root", self.root, "--kubelet-root-dir", self.kubelet, "--cdi-root", self.cdi,
-             "--shm-path", self.shm, "--bind-address", "127.0.0.1:0"],
+             "--shm-path", self.shm, "--bind-address", "127.0.0.1:0", *extra_args],
             stdout=log, stderr=log, env=dict(os.environ, **(env or {})))
         self.procs.append(self.agent)
 
