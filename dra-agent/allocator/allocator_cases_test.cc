@@ -87,10 +87,8 @@ struct CpuRec {
 struct Metrics {
   int numa = 0, socket = 0, l3 = 0, partial = 0, cores = 0;
   std::set<int> l3_ids;
+  // The rule for every case, distribute-cpus-across-cores included.
   auto Key() const { return std::make_tuple(numa, socket, l3, partial); }
-  // distribute-cpus-across-cores asks for one thread per core before siblings: more cores
-  // touched is the goal there, so it replaces partialCores (docs/allocator.md).
-  auto SpreadKey() const { return std::make_tuple(numa, socket, l3, -cores); }
 };
 
 // Independent of the allocator's code: spans from the records ((socket, l3) pairs for L3).
@@ -188,16 +186,14 @@ TEST_P(AllocatorCaseTest, MeetsHardConstraintsAndIsNeverWorseThanKubelet) {
                                                em["l3Span"].GetInt(), em["partialCores"].GetInt()))
           << "the test's metrics disagree with expectedMetrics";
     }
-    const bool spread = options.HasMember("distribute-cpus-across-cores") &&
-                        std::string(options["distribute-cpus-across-cores"].GetString()) == "true";
-    EXPECT_LE(spread ? ours.SpreadKey() : ours.Key(), spread ? kubelet.SpreadKey() : kubelet.Key())
+    EXPECT_LE(ours.Key(), kubelet.Key())
         << "ours (numa, socket, l3, partial) = " << ours.numa << "," << ours.socket << ","
         << ours.l3 << "," << ours.partial << " kubelet = " << kubelet.numa << "," << kubelet.socket
         << "," << kubelet.l3 << "," << kubelet.partial << " cores touched " << ours.cores << " vs "
         << kubelet.cores << "; ours " << out.str();
     ++tally.with_answer;
     tally.exact += cpus == IntSet(c["expected"]);
-    tally.better += spread ? ours.SpreadKey() < kubelet.SpreadKey() : ours.Key() < kubelet.Key();
+    tally.better += ours.Key() < kubelet.Key();
   } else {
     ASSERT_TRUE(c.HasMember("expectedL3"));
     ++tally.l3_only;

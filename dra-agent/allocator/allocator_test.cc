@@ -419,6 +419,26 @@ TEST(AllocatorTest, DistributeAcrossCoresUsesOneThreadPerCoreFirst) {
   EXPECT_EQ(ComputeMetrics(m.index, *got).l3_span, 1);
 }
 
+// Numbered core by core (POWER, the KNL fixture): CPU-id order keeps threads of one core
+// together, and that order is what kubelet's spread takes. Both orders are scored and the one
+// with fewer partial cores wins, so we never leave more partial cores than kubelet would; on
+// Linux x86 numbering (test above) both orders are one thread per core.
+TEST(AllocatorTest, DistributeAcrossCoresNeverLeavesMorePartialCoresThanCpuIdOrder) {
+  std::vector<CpuRecord> records;
+  for (int core = 0; core < 8; ++core) {
+    for (int t = 0; t < 4; ++t) records.push_back({core * 4 + t, core, 0, 0, 0, CoreType::kStandard});
+  }
+  Result<CpuTopology> topo = BuildTopologyFromRecords(records);
+  ASSERT_THAT(topo, IsOk());
+  const Machine m = FromTopology(*topo);
+  CpuSet available = m.topology.online;
+  available.Clear(0);  // core 0 partly used: id order starts with its three free threads
+  Result<CpuSet> got = Take(m, available, 6, {{"distribute-cpus-across-cores", "true"}});
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(got->ToListString(), "1-6");
+  EXPECT_EQ(ComputeMetrics(m.index, *got).partial_cores, 2);
+}
+
 TEST(AllocatorTest, DeterministicAndIndependentOfRecordOrder) {
   std::vector<CpuRecord> records = testing::SyntheticRecords({2, 2, 3, 4, 2});
   Result<CpuTopology> a = BuildTopologyFromRecords(records);

@@ -239,7 +239,7 @@ bool PlacementSearch::Fill(const std::vector<int>& cells, int count, TypeFilter 
 }
 
 bool PlacementSearch::FillSpread(const std::vector<int>& cells, int count, TypeFilter filter,
-                                 Selection* out) const {
+                                 SpreadOrder spread, Selection* out) const {
   out->clear();
   const auto& cores = index_.cores();
   std::vector<int> order;
@@ -278,7 +278,27 @@ bool PlacementSearch::FillSpread(const std::vector<int>& cells, int count, TypeF
       need -= total;
     }
   }
-  // Then round by round: one more thread of every core per round, so siblings come last.
+  if (spread == SpreadOrder::kCpuId) {
+    struct Thread {
+      int cpu;
+      size_t slot;
+      uint32_t bit;
+    };
+    std::vector<Thread> free_threads;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int first = cores[order[i]].first;
+      for (uint32_t m = left[i]; m != 0; m &= m - 1) {
+        const uint32_t bit = m & -m;
+        free_threads.push_back({index_.threads()[first + std::countr_zero(bit)], i, bit});
+      }
+    }
+    if (static_cast<int>(free_threads.size()) < need) return false;
+    std::partial_sort(free_threads.begin(), free_threads.begin() + need, free_threads.end(),
+                      [](const Thread& a, const Thread& b) { return a.cpu < b.cpu; });
+    for (int k = 0; k < need; ++k) taken[free_threads[k].slot] |= free_threads[k].bit;
+    need = 0;
+  }
+  // Round by round: one more thread of every core per round, so siblings come last.
   bool progress = true;
   while (need > 0 && progress) {
     progress = false;
@@ -495,16 +515,22 @@ Result<CpuSet> PlacementSearch::Place(int count, const std::vector<int>& cells_i
       }
       cover = OrderCells(std::move(cover));
       for (TypeFilter filter : filters) {
-        const bool ok = options_.distribute_cpus_across_cores
-                            ? FillSpread(cover, count, filter, &selection)
-                            : Fill(cover, count, filter, &selection);
-        if (!ok) continue;
-        const Score score = Evaluate(selection);
-        if (!found || score < best_score) {
-          found = true;
-          best_score = score;
-          best = selection;
+        auto consider = [&](bool ok) {
+          if (!ok) return;
+          const Score score = Evaluate(selection);
+          if (!found || score < best_score) {
+            found = true;
+            best_score = score;
+            best = selection;
+          }
+        };
+        if (!options_.distribute_cpus_across_cores) {
+          consider(Fill(cover, count, filter, &selection));
+          continue;
         }
+        // Both spread orders are scored; on a tie the round-robin one (first) stays.
+        consider(FillSpread(cover, count, filter, SpreadOrder::kRoundRobin, &selection));
+        consider(FillSpread(cover, count, filter, SpreadOrder::kCpuId, &selection));
       }
     }
   }

@@ -65,7 +65,12 @@ class PlacementSearch {
   bool Admits(TypeFilter filter, CoreType type) const;
   // Core-level fill of `cells` (already in preference order); false when it cannot reach count.
   bool Fill(const std::vector<int>& cells, int count, TypeFilter filter, Selection* out) const;
-  bool FillSpread(const std::vector<int>& cells, int count, TypeFilter filter,
+  // distribute-cpus-across-cores: whole free NUMA nodes and sockets the request covers, then
+  // either one thread per core per round (kRoundRobin) or the free CPUs in ascending id order
+  // (kCpuId, kubelet's spread order: it spreads on Linux x86 numbering and keeps kubelet's
+  // partial-core count on machines numbered core by core).
+  enum class SpreadOrder { kRoundRobin, kCpuId };
+  bool FillSpread(const std::vector<int>& cells, int count, TypeFilter filter, SpreadOrder order,
                   Selection* out) const;
   Score Evaluate(const Selection& selection) const;
   // The `size` L3 groups of `cells` with the most whole free cores, if their free CPUs hold
