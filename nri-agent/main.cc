@@ -12,7 +12,9 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -190,6 +192,19 @@ int Run(const Flags& flags) {
   // For a Type=notify systemd unit: started (the runtime connection and the segment follow
   // asynchronously; /readyz tells when both are there).
   sd_notify(0, "READY=1\nSTATUS=nri-agent started");
+  // Under systemd with WatchdogSec=, a timer on the event loop feeds the watchdog at half the
+  // interval: it only fires while the loop that serves the runtime actually runs.
+  uint64_t watchdog_usec = 0;
+  std::function<void()> feed_watchdog;  // outlives l.Run(): its timers refer to it
+  if (sd_watchdog_enabled(0, &watchdog_usec) > 0 && watchdog_usec > 0) {
+    LOG(INFO) << "systemd watchdog every " << watchdog_usec / 1000 << " ms";
+    const auto period = std::chrono::microseconds(watchdog_usec / 2);
+    feed_watchdog = [&l, &feed_watchdog, period] {
+      sd_notify(0, "WATCHDOG=1");
+      l.AddTimer(period, [&feed_watchdog] { feed_watchdog(); });
+    };
+    feed_watchdog();
+  }
   Status s = l.Run();
   sd_notify(0, "STOPPING=1");
   agent.Shutdown();
