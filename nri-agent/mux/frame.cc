@@ -1,20 +1,10 @@
 #include "nri-agent/mux/frame.h"
 
+#include <boost/endian/conversion.hpp>
+
 namespace dracpu::mux {
 
 namespace {
-
-void PutU32(uint32_t v, char* out) {
-  out[0] = static_cast<char>(v >> 24);
-  out[1] = static_cast<char>(v >> 16);
-  out[2] = static_cast<char>(v >> 8);
-  out[3] = static_cast<char>(v);
-}
-
-uint32_t GetU32(const char* in) {
-  const auto* p = reinterpret_cast<const unsigned char*>(in);
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
 
 void AppendFrame(uint32_t conn_id, std::string_view payload, std::string* out) {
   char header[kFrameHeaderSize];
@@ -26,12 +16,13 @@ void AppendFrame(uint32_t conn_id, std::string_view payload, std::string* out) {
 }  // namespace
 
 void EncodeFrameHeader(const FrameHeader& header, char out[kFrameHeaderSize]) {
-  PutU32(header.conn_id, out);
-  PutU32(header.length, out + 4);
+  boost::endian::store_big_u32(reinterpret_cast<unsigned char*>(out), header.conn_id);
+  boost::endian::store_big_u32(reinterpret_cast<unsigned char*>(out + 4), header.length);
 }
 
 FrameHeader DecodeFrameHeader(const char in[kFrameHeaderSize]) {
-  return FrameHeader{GetU32(in), GetU32(in + 4)};
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  return FrameHeader{boost::endian::load_big_u32(bytes), boost::endian::load_big_u32(bytes + 4)};
 }
 
 Status AppendMessageFrames(uint32_t conn_id, std::string_view message, std::string* out) {

@@ -1,36 +1,22 @@
 #include "nri-agent/ttrpc/frame.h"
 
+#include <boost/endian/conversion.hpp>
+
 #include <algorithm>
 
 namespace dracpu::ttrpc {
 
-namespace {
-
-void PutU32(uint32_t v, char* out) {
-  out[0] = static_cast<char>(v >> 24);
-  out[1] = static_cast<char>(v >> 16);
-  out[2] = static_cast<char>(v >> 8);
-  out[3] = static_cast<char>(v);
-}
-
-uint32_t GetU32(const char* in) {
-  const auto* p = reinterpret_cast<const unsigned char*>(in);
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
-}  // namespace
-
 void EncodeFrameHeader(const FrameHeader& header, char out[kFrameHeaderSize]) {
-  PutU32(header.length, out);
-  PutU32(header.stream_id, out + 4);
+  boost::endian::store_big_u32(reinterpret_cast<unsigned char*>(out), header.length);
+  boost::endian::store_big_u32(reinterpret_cast<unsigned char*>(out + 4), header.stream_id);
   out[8] = static_cast<char>(header.type);
   out[9] = static_cast<char>(header.flags);
 }
 
 FrameHeader DecodeFrameHeader(const char in[kFrameHeaderSize]) {
   FrameHeader h;
-  h.length = GetU32(in);
-  h.stream_id = GetU32(in + 4);
+  h.length = boost::endian::load_big_u32(reinterpret_cast<const unsigned char*>(in));
+  h.stream_id = boost::endian::load_big_u32(reinterpret_cast<const unsigned char*>(in + 4));
   h.type = static_cast<uint8_t>(in[8]);
   h.flags = static_cast<uint8_t>(in[9]);
   return h;
