@@ -10,32 +10,14 @@
 #include <string>
 
 #include "shm-schema/segment.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu::shm::testing {
 
-// A unique temporary directory (on /dev/shm when present, like the real tmpfs), removed with
-// everything in it on destruction.
-class TempDir {
+// Segments live on tmpfs in production, so the tests' directories do too when /dev/shm exists.
+class TempDir : public dracpu::testing::TempDir {
  public:
-  TempDir() {
-    const char* base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    std::string tmpl = std::string(base) + "/dracpu-shm-test.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp " << tmpl;
-    }
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : dracpu::testing::TempDir("dracpu-shm-test", Base::kTmpfs) {}
 };
 
 inline OpenOptions TestOptions(Role role, uint32_t claims = 64, uint32_t containers = 64) {

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu::kube {
 namespace {
@@ -16,22 +17,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kubecfg-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  void Write(const std::string& rel, const std::string& content) const {
-    std::filesystem::create_directories(std::filesystem::path(path_ + "/" + rel).parent_path());
-    std::ofstream(path_ + "/" + rel) << content;
-  }
-
- private:
-  std::string path_;
-};
+using dracpu::testing::TempDir;
 
 // base64("CA-PEM"), base64("CERT"), base64("KEY")
 constexpr char kCaB64[] = "Q0EtUEVN";

@@ -26,6 +26,7 @@
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/policy/pinning_policy.h"
 #include "shm-schema/segment.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu {
 namespace {
@@ -50,22 +51,9 @@ void Check(const Status& s) {
   }
 }
 
-class TempDir {
+class TempDir : public dracpu::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = std::string(::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") +
-                       "/dracpu-nri-bench.XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : dracpu::testing::TempDir("dracpu-nri-bench", Base::kTmpfs) {}
 };
 
 // A 64-CPU node with 10 prepared claims, opened as both agents.

@@ -21,7 +21,7 @@ namespace dracpu {
 constexpr char kMachine[] = "ibm-power7-8numa-smt4";
 
 struct Tree {
-  std::unique_ptr<testing::ScratchDir> dir;
+  std::unique_ptr<testing::TempDir> dir;
   std::unique_ptr<FileSystem> fs;
   std::vector<std::string> files;  // every regular file under sys/, root-relative
 };
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     std::printf("topology_bench: ../shared (DRACPU_SHARED_DIR) is absent: skipped\n");
     return 77;  // meson's "skipped"
   }
-  Result<std::unique_ptr<testing::ScratchDir>> dir = testing::ExtractCorpusMachine(*shared, kMachine);
+  Result<std::unique_ptr<testing::TempDir>> dir = testing::ExtractCorpusMachine(*shared, kMachine);
   if (!dir.ok()) {
     std::fprintf(stderr, "topology_bench: %s\n", dir.status().ToString().c_str());
     return 1;

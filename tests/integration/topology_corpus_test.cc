@@ -103,7 +103,7 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
   DRACPU_REQUIRE_SHARED_DIR(shared);
   const std::string machine = GetParam();
   const std::string dir = shared + "/sysfs-corpus/" + machine;
-  Result<std::unique_ptr<testing::ScratchDir>> tree = testing::ExtractCorpusMachine(shared, machine);
+  Result<std::unique_ptr<testing::TempDir>> tree = testing::ExtractCorpusMachine(shared, machine);
   ASSERT_THAT(tree, IsOk());
   Result<std::unique_ptr<FileSystem>> fs = NewPosixFileSystem((*tree)->path());
   ASSERT_THAT(fs, IsOk());

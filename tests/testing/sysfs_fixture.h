@@ -10,24 +10,10 @@
 
 #include "common/file_system.h"
 #include "common/status.h"
+#include "tests/testing/temp_dir.h"
 
 namespace dracpu::testing {
 
-// Not named TempDir: main's tests/testing/temp_dir.h defines dracpu::testing::TempDir, and two
-// classes of one name in one binary would break the one-definition rule.
-// A directory made with mkdtemp under $TMPDIR (else /dev/shm, else /tmp), removed with its content on destruction.
-class ScratchDir {
- public:
-  static Result<std::unique_ptr<ScratchDir>> Create(std::string_view prefix = "dracpu-test");
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
 
 // Runs `tar -xzf <tarball> -C <dir>` (posix_spawn, no shell) and waits for it.
 Status ExtractTarball(const std::string& tarball, const std::string& dir);
@@ -36,11 +22,11 @@ Status ExtractTarball(const std::string& tarball, const std::string& dir);
 // sorted; empty when the directory cannot be read.
 std::vector<std::string> CorpusMachines(const std::string& shared_dir);
 
-// Extracts <shared_dir>/sysfs-corpus/<machine>/tree.tar.gz into a new ScratchDir.
-Result<std::unique_ptr<ScratchDir>> ExtractCorpusMachine(const std::string& shared_dir,
+// Extracts <shared_dir>/sysfs-corpus/<machine>/tree.tar.gz into a new TempDir.
+Result<std::unique_ptr<TempDir>> ExtractCorpusMachine(const std::string& shared_dir,
                                                       const std::string& machine);
 
-// Builds a sysfs tree in a ScratchDir. Paths are relative to the root ("sys/devices/...").
+// Builds a sysfs tree in a TempDir. Paths are relative to the root ("sys/devices/...").
 // Methods record the first error and later calls do nothing; status() reports it.
 class SysfsFixture {
  public:
@@ -85,8 +71,8 @@ class SysfsFixture {
   Result<std::unique_ptr<FileSystem>> Fs() const;
 
  private:
-  explicit SysfsFixture(std::unique_ptr<ScratchDir> dir) : dir_(std::move(dir)) {}
-  std::unique_ptr<ScratchDir> dir_;
+  explicit SysfsFixture(std::unique_ptr<TempDir> dir) : dir_(std::move(dir)) {}
+  std::unique_ptr<TempDir> dir_;
   Status status_;
 };
 

@@ -10,27 +10,13 @@
 #include <string>
 #include <thread>
 
+#include "tests/testing/temp_dir.h"
+
 namespace dracpu::sim::testing {
 
-class TempDir {
+class TempDir : public dracpu::testing::TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dracpu-sim-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string Write(const std::string& rel, const std::string& content) const {
-    const std::string p = path_ + "/" + rel;
-    std::filesystem::create_directories(std::filesystem::path(p).parent_path());
-    // Written beside and renamed, as the kubelet rotates projected tokens.
-    { std::ofstream(p + ".tmp") << content; }
-    std::filesystem::rename(p + ".tmp", p);
-    return p;
-  }
-
- private:
-  std::string path_;
+  TempDir() : dracpu::testing::TempDir("dracpu-sim") {}
 };
 
 // Polls `done` every 5 ms for at most `limit` (generous: the bound only stops a broken test).

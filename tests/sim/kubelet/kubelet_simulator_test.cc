@@ -76,7 +76,7 @@ class KubeletSimulatorTest : public ::testing::Test {
     streamer_.Stop();
     if (server_) server_->Shutdown();
   }
-  std::string Registry() const { return tmp_ / "plugins_registry"; }
+  std::string Registry() const { return tmp_.File("plugins_registry"); }
 
   testing::TempDir tmp_{"dracpu-ks"};
   FakePreparer preparer_;
