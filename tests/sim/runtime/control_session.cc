@@ -21,21 +21,30 @@ void Str(Writer& w, std::string_view s) {
 
 const char* StateName(nri::ContainerState s) {
   switch (s) {
-    case nri::ContainerState::kCreated: return "created";
-    case nri::ContainerState::kPaused: return "paused";
-    case nri::ContainerState::kRunning: return "running";
-    case nri::ContainerState::kStopped: return "stopped";
-    case nri::ContainerState::kUnknown: break;
+    case nri::ContainerState::kCreated:
+      return "created";
+    case nri::ContainerState::kPaused:
+      return "paused";
+    case nri::ContainerState::kRunning:
+      return "running";
+    case nri::ContainerState::kStopped:
+      return "stopped";
+    case nri::ContainerState::kUnknown:
+      break;
   }
   return "unknown";
 }
 
 const char* PluginStateName(RuntimeSimulator::PluginState s) {
   switch (s) {
-    case RuntimeSimulator::PluginState::kRegistering: return "registering";
-    case RuntimeSimulator::PluginState::kSynchronizing: return "synchronizing";
-    case RuntimeSimulator::PluginState::kReady: return "ready";
-    case RuntimeSimulator::PluginState::kNone: break;
+    case RuntimeSimulator::PluginState::kRegistering:
+      return "registering";
+    case RuntimeSimulator::PluginState::kSynchronizing:
+      return "synchronizing";
+    case RuntimeSimulator::PluginState::kReady:
+      return "ready";
+    case RuntimeSimulator::PluginState::kNone:
+      break;
   }
   return "none";
 }

@@ -167,8 +167,7 @@ TEST_F(ControlSessionTest, CreateWithoutAPluginRunsUnpinned) {
   EXPECT_STREQ(c["cpus"].GetString(), "0-7");
   EXPECT_EQ(c["pid"].GetUint(), 0u);
 
-  rapidjson::Document again =
-      Send(R"({"op":"create","pod":{"id":"sb1"},"container":{"id":"c1"}})");
+  rapidjson::Document again = Send(R"({"op":"create","pod":{"id":"sb1"},"container":{"id":"c1"}})");
   EXPECT_FALSE(again["ok"].GetBool());
   EXPECT_THAT(Error(again), HasSubstr("c1"));
   EXPECT_TRUE(Send(R"({"op":"update","id":"c1","cpus":"1"})")["ok"].GetBool());
@@ -182,7 +181,10 @@ TEST_F(ControlSessionTest, CreateWithoutAPluginRunsUnpinned) {
 
 TEST_F(ControlSessionTest, WaitPluginTimesOutAndRepliesStayInOrder) {
   // The list is answered at once but written only after the earlier wait_plugin's reply.
-  session_->OnInput(R"({"op":"wait_plugin","timeout_ms":30})" "\n" R"({"op":"list"})" "\n");
+  session_->OnInput(R"({"op":"wait_plugin","timeout_ms":30})"
+                    "\n"
+                    R"({"op":"list"})"
+                    "\n");
   EXPECT_TRUE(replies_.empty());
   EXPECT_EQ(session_->pending_replies(), 2u);
   for (int i = 0; i < 1000 && replies_.size() < 2; ++i) ASSERT_THAT(loop_->RunOnce(100ms), IsOk());
@@ -198,7 +200,9 @@ TEST_F(ControlSessionTest, QuitRepliesThenQuits) {
 }
 
 TEST_F(ControlSessionTest, EndOfInputQuitsOnceRepliesAreOut) {
-  session_->OnInput(R"({"op":"wait_plugin","timeout_ms":20})" "\n" R"({"op":"list"})");
+  session_->OnInput(R"({"op":"wait_plugin","timeout_ms":20})"
+                    "\n"
+                    R"({"op":"list"})");
   session_->Finish();  // the unterminated last line still counts
   EXPECT_EQ(quits_, 0);
   for (int i = 0; i < 1000 && quits_ == 0; ++i) ASSERT_THAT(loop_->RunOnce(100ms), IsOk());
@@ -214,8 +218,8 @@ TEST_F(ControlSessionTest, PluginPinsRefusesAndComesBackAfterARestart) {
   ASSERT_TRUE(c1["ok"].GetBool()) << Error(c1);
   EXPECT_STREQ(c1["cpus"].GetString(), "0");
   EXPECT_STREQ(c1["mems"].GetString(), "0");
-  rapidjson::Document refused = Send(
-      R"({"op":"create","pod":{"id":"sb1"},"container":{"id":"c2","env":["REFUSE=1"]}})");
+  rapidjson::Document refused =
+      Send(R"({"op":"create","pod":{"id":"sb1"},"container":{"id":"c2","env":["REFUSE=1"]}})");
   EXPECT_FALSE(refused["ok"].GetBool());
   EXPECT_THAT(Error(refused), HasSubstr("refused c2"));
 

@@ -48,7 +48,8 @@ int RunControl(const std::string& socket, dracpu::sim::RuntimeOptions options) {
   auto loop = dracpu::loop::EventLoop::Create();
   if (!sig_fd || !loop.ok()) {
     std::cerr << "start-up failed: "
-              << (loop.ok() ? "signalfd: " + std::string(strerror(errno)) : loop.status().ToString())
+              << (loop.ok() ? "signalfd: " + std::string(strerror(errno))
+                            : loop.status().ToString())
               << "\n";
     return 2;
   }
@@ -59,7 +60,8 @@ int RunControl(const std::string& socket, dracpu::sim::RuntimeOptions options) {
   }
   dracpu::loop::EventLoop& l = **loop;
   dracpu::sim::ControlSession session(
-      l, **sim, [](const std::string& reply) { std::cout << reply << "\n" << std::flush; },
+      l, **sim, [](const std::string& reply) { std::cout << reply << "\n"
+                                                         << std::flush; },
       [&l]() { l.Stop(); });
   auto on_signal = l.Watch(sig_fd.get(), EPOLLIN, [&](uint32_t) {
     signalfd_siginfo info;
