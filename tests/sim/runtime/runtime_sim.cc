@@ -68,9 +68,10 @@ std::unique_ptr<RuntimeSimulator> RuntimeSimulator::Create(loop::EventLoop& loop
   return std::unique_ptr<RuntimeSimulator>(new RuntimeSimulator(loop, std::move(options)));
 }
 
-Result<std::unique_ptr<RuntimeSimulator>> RuntimeSimulator::Listen(loop::EventLoop& loop,
-                                                                   const std::string& socket_path,
-                                                                   RuntimeOptions options) {
+namespace {
+
+// A listening, non-blocking unix socket at `socket_path` (a stale file there is removed first).
+Result<UniqueFd> ListenOn(const std::string& socket_path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof(addr.sun_path)) {
@@ -84,13 +85,36 @@ Result<std::unique_ptr<RuntimeSimulator>> RuntimeSimulator::Listen(loop::EventLo
     return ErrnoStatus("bind " + socket_path, errno);
   }
   if (::listen(fd.get(), 8) != 0) return ErrnoStatus("listen " + socket_path, errno);
+  return fd;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RuntimeSimulator>> RuntimeSimulator::Listen(loop::EventLoop& loop,
+                                                                   const std::string& socket_path,
+                                                                   RuntimeOptions options) {
+  ASSIGN_OR_RETURN(UniqueFd fd, ListenOn(socket_path));
   std::unique_ptr<RuntimeSimulator> sim = Create(loop, std::move(options));
   sim->socket_path_ = socket_path;
   sim->listen_fd_ = std::move(fd);
-  RuntimeSimulator* raw = sim.get();
-  ASSIGN_OR_RETURN(sim->listen_watch_, loop.Watch(sim->listen_fd_.get(), EPOLLIN,
-                                                  [raw](uint32_t) { raw->OnAccept(); }));
+  RETURN_IF_ERROR(sim->WatchListener());
   return sim;
+}
+
+Status RuntimeSimulator::WatchListener() {
+  ASSIGN_OR_RETURN(listen_watch_,
+                   loop_.Watch(listen_fd_.get(), EPOLLIN, [this](uint32_t) { OnAccept(); }));
+  return Status::Ok();
+}
+
+Status RuntimeSimulator::Relisten() {
+  if (socket_path_.empty()) return FailedPreconditionError("simulator has no socket to re-create");
+  if (listen_watch_ != 0) loop_.Unwatch(listen_watch_);
+  listen_watch_ = 0;
+  listen_fd_ = UniqueFd();
+  ::unlink(socket_path_.c_str());
+  ASSIGN_OR_RETURN(listen_fd_, ListenOn(socket_path_));
+  return WatchListener();
 }
 
 void RuntimeSimulator::OnAccept() {

@@ -78,6 +78,11 @@ class RuntimeSimulator {
 
   // Closes the plugin connection as a runtime restart would.
   void DropPlugin(const Status& reason);
+  // Closes the listening socket, removes its file and listens again at the same path (what a
+  // restarted runtime does); a plugin reconnects and gets a Synchronize with the containers kept
+  // here. Does not touch a connected plugin (call DropPlugin first). FAILED_PRECONDITION without
+  // a socket (Create), or the socket/bind/listen error.
+  Status Relisten();
 
   PluginState plugin_state() const;
   const std::string& plugin_id() const { return plugin_id_; }  // "00-dra.cpu"
@@ -95,6 +100,7 @@ class RuntimeSimulator {
   class Conn;
   RuntimeSimulator(loop::EventLoop& loop, RuntimeOptions options);
   void OnAccept();
+  Status WatchListener();
   void Enqueue(std::function<void(std::function<void()> finished)> op);
   void RunNext();
   void OnRegistered(const std::string& id);
