@@ -82,7 +82,7 @@ dracpu::Result<std::string> ReadConfigFile(const std::string& path) {
 
 dracpu::Result<std::unique_ptr<dracpu::kube::KubeClient>> MakeClient(
     const dracpu::dra::AgentConfig& config, const dracpu::FileSystem& fs,
-    dracpu::kube::Clock& clock, dracpu::kube::Random& random) {
+    dracpu::Clock& clock, dracpu::Random& random) {
   dracpu::Result<dracpu::kube::ClusterConfig> cluster =
       config.kubeconfig.empty()
           ? dracpu::kube::InClusterConfig(fs, Getenv("KUBERNETES_SERVICE_HOST"),
@@ -146,8 +146,8 @@ int RunAgent(const std::vector<std::string>& args) {
 
   auto fs = dracpu::NewPosixFileSystem("/");
   if (!fs.ok()) LOG(FATAL) << fs.status().ToString();
-  dracpu::kube::SystemClock clock;
-  dracpu::kube::DefaultRandom random;
+  dracpu::SystemClock clock;
+  dracpu::DefaultRandom random;
   auto client = MakeClient(*config, **fs, clock, random);
   if (!client.ok()) {
     LOG(ERROR) << "Kubernetes API: " << client.status().ToString();

@@ -27,7 +27,7 @@
 #include "dra-agent/agent/device_health_monitor.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kubelet/health_service.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
@@ -66,8 +66,8 @@ class DraAgent {
   HttpResponse Readyz();
 
   AgentConfig config_;
-  kube::SystemClock clock_;
-  kube::DefaultRandom random_;
+  SystemClock clock_;
+  DefaultRandom random_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<FileSystem> sysfs_;
   std::unique_ptr<FileSystem> host_fs_;

@@ -8,7 +8,7 @@
 
 #include <chrono>
 
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 
 namespace dracpu::kube {
 

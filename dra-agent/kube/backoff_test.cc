@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 
 namespace dracpu::kube {
 namespace {
+
+using ::dracpu::testing::FixedRandom;
 
 using std::chrono::milliseconds;
 

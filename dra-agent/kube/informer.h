@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "dra-agent/kube/backoff.h"
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 #include "dra-agent/kube/kube_client.h"
 
 namespace dracpu::kube {

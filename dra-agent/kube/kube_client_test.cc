@@ -7,11 +7,14 @@
 
 #include <deque>
 
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::kube {
 namespace {
+
+using ::dracpu::testing::FakeClock;
+using ::dracpu::testing::FixedRandom;
 
 using std::chrono::milliseconds;
 using ::testing::ElementsAreArray;

@@ -86,8 +86,8 @@ std::optional<int> SliceIndexFromName(const std::string& name, const std::string
 }
 
 Result<std::unique_ptr<SlicePublisher>> SlicePublisher::Create(kube::KubeClient& client,
-                                                               kube::Clock& clock,
-                                                               kube::Random& random,
+                                                               Clock& clock,
+                                                               Random& random,
                                                                SlicePublisherOptions options) {
   if (options.node_name.empty()) return InvalidArgumentError("slice publisher: empty node name");
   if (options.conflict_retries < 0) options.conflict_retries = 0;
@@ -95,7 +95,7 @@ Result<std::unique_ptr<SlicePublisher>> SlicePublisher::Create(kube::KubeClient&
       new SlicePublisher(client, clock, random, std::move(options)));
 }
 
-SlicePublisher::SlicePublisher(kube::KubeClient& client, kube::Clock& clock, kube::Random& random,
+SlicePublisher::SlicePublisher(kube::KubeClient& client, Clock& clock, Random& random,
                                SlicePublisherOptions options)
     : client_(client),
       clock_(clock),

@@ -52,7 +52,7 @@
 
 #include "common/status.h"
 #include "dra-agent/kube/backoff.h"
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 #include "dra-agent/kube/json_object.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/slices/device_catalog.h"
@@ -95,8 +95,8 @@ class SlicePublisher {
  public:
   // `client`, `clock` and `random` must outlive the publisher. INVALID_ARGUMENT without a node
   // name. Makes no request.
-  static Result<std::unique_ptr<SlicePublisher>> Create(kube::KubeClient& client, kube::Clock& clock,
-                                                        kube::Random& random,
+  static Result<std::unique_ptr<SlicePublisher>> Create(kube::KubeClient& client, Clock& clock,
+                                                        Random& random,
                                                         SlicePublisherOptions options);
   ~SlicePublisher();
   SlicePublisher(const SlicePublisher&) = delete;
@@ -121,7 +121,7 @@ class SlicePublisher {
 
  private:
   struct Desired;
-  SlicePublisher(kube::KubeClient& client, kube::Clock& clock, kube::Random& random,
+  SlicePublisher(kube::KubeClient& client, Clock& clock, Random& random,
                  SlicePublisherOptions options);
 
   Status SyncLocked();  // sync_mu_ held
@@ -132,8 +132,8 @@ class SlicePublisher {
   void MarkDirty(bool immediate);
 
   kube::KubeClient& client_;
-  kube::Clock& clock_;
-  kube::Random& random_;
+  Clock& clock_;
+  Random& random_;
   const SlicePublisherOptions options_;
   const std::string field_selector_;
 

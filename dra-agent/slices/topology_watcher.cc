@@ -10,7 +10,7 @@ constexpr std::chrono::milliseconds kStopPoll{200};
 
 }  // namespace
 
-TopologyWatcher::TopologyWatcher(const FileSystem& fs, kube::Clock& clock,
+TopologyWatcher::TopologyWatcher(const FileSystem& fs, Clock& clock,
                                  const CpuTopology& initial, Callback on_change,
                                  TopologyWatcherOptions options)
     : fs_(fs),

@@ -25,7 +25,7 @@
 #include "common/file_system.h"
 #include "common/status.h"
 #include "common/topology_discovery.h"
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 
 namespace dracpu::dra {
 
@@ -48,7 +48,7 @@ class TopologyWatcher {
 
   // `fs` (rooted at the sysfs root) and `clock` must outlive the watcher. `initial` is the
   // topology the current catalog was built from.
-  TopologyWatcher(const FileSystem& fs, kube::Clock& clock, const CpuTopology& initial,
+  TopologyWatcher(const FileSystem& fs, Clock& clock, const CpuTopology& initial,
                   Callback on_change, TopologyWatcherOptions options = {});
 
   // One poll. Returns whether the callback ran, or the read/discovery error.
@@ -60,7 +60,7 @@ class TopologyWatcher {
 
  private:
   const FileSystem& fs_;
-  kube::Clock& clock_;
+  Clock& clock_;
   const Callback on_change_;
   const TopologyWatcherOptions options_;
   CpuSet online_;           // the last reported online set

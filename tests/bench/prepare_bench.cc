@@ -48,8 +48,8 @@ struct Fixture {
   std::string dir;
   std::shared_ptr<sim::SimState> state = std::make_shared<sim::SimState>();
   std::unique_ptr<sim::SimApiServer> api;
-  kube::SystemClock clock;
-  kube::DefaultRandom random;
+  SystemClock clock;
+  DefaultRandom random;
   std::unique_ptr<FileSystem> fs;
   std::unique_ptr<kube::KubeClient> client;
   CpuTopology topology = testing::SyntheticTopology({8, 1, 64, 2});

@@ -32,8 +32,8 @@ constexpr char kNode[] = "node-1";
 
 struct Env {
   std::unique_ptr<FileSystem> fs;
-  kube::SystemClock clock;
-  kube::DefaultRandom random;
+  SystemClock clock;
+  DefaultRandom random;
   std::shared_ptr<sim::SimState> state;
   std::unique_ptr<sim::SimApiServer> server;
   std::unique_ptr<kube::KubeClient> client;

@@ -41,8 +41,8 @@ TEST_P(SlicesPublisherCorpusTest, EveryModePublishesValidMatchingSlices) {
   auto topology = DiscoverTopology(**fs);
   ASSERT_THAT(topology, IsOk());
 
-  kube::SystemClock clock;
-  kube::DefaultRandom random;
+  SystemClock clock;
+  DefaultRandom random;
   pubtest::SimEnv env;
   env.Start(clock);
   SlicePublisherOptions po;

@@ -37,7 +37,7 @@ struct StoredSlice {
 class SimEnv {
  public:
   // Starts the simulator; `clock` is the client's (and usually the publisher's) clock.
-  void Start(kube::Clock& clock) {
+  void Start(Clock& clock) {
     auto fs = NewPosixFileSystem("/");
     ASSERT_THAT(fs, IsOk());
     fs_ = *std::move(fs);
@@ -113,7 +113,7 @@ class SimEnv {
 
  private:
   std::unique_ptr<FileSystem> fs_;
-  kube::DefaultRandom random_;
+  DefaultRandom random_;
   std::shared_ptr<sim::SimState> state_;
   std::unique_ptr<sim::SimApiServer> server_;
   std::unique_ptr<kube::KubeClient> client_;

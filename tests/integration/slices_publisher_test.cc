@@ -11,7 +11,7 @@
 #include <iostream>
 #include <thread>
 
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/resources.h"
 #include "dra-agent/slices/slice_document.h"
 #include "tests/integration/slices_publisher_support.h"
@@ -21,6 +21,8 @@
 
 namespace dracpu::dra {
 namespace {
+
+using ::dracpu::testing::FakeClock;
 
 using sim::testing::WaitFor;
 using pubtest::kNode;
@@ -82,7 +84,7 @@ class SlicePublisherTest : public ::testing::Test {
   void TearDown() override { StopRun(); }
 
   // The fixture owns publishers, so a Run thread (joined in TearDown) never outlives its own.
-  SlicePublisher* MakePublisher(kube::Clock& clock) {
+  SlicePublisher* MakePublisher(Clock& clock) {
     SlicePublisherOptions o;
     o.node_name = kNode;
     o.debounce = std::chrono::milliseconds(50);
@@ -127,8 +129,8 @@ class SlicePublisherTest : public ::testing::Test {
     FAIL() << "no slice " << name;
   }
 
-  kube::SystemClock clock_;
-  kube::DefaultRandom random_;
+  SystemClock clock_;
+  DefaultRandom random_;
   pubtest::SimEnv env_;
   std::vector<std::unique_ptr<SlicePublisher>> publishers_;  // after env_: destroyed first
   std::atomic<bool> stop_{false};
@@ -412,7 +414,7 @@ TEST_F(SlicePublisherTest, GoneWatchReListsAndRepairs) {
 class SlicePublisherOutageTest : public SlicePublisherTest {
  protected:
   void SetUp() override { env_.Start(fake_); }
-  kube::FakeClock fake_{std::chrono::milliseconds(1)};
+  testing::FakeClock fake_{std::chrono::milliseconds(1)};
 };
 
 TEST_F(SlicePublisherOutageTest, ApiDownThirtySecondsThenBackConverges) {

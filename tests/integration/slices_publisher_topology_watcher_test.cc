@@ -5,12 +5,14 @@
 
 #include <thread>
 
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/sysfs_fixture.h"
 
 namespace dracpu::dra {
 namespace {
+
+using ::dracpu::testing::FakeClock;
 
 using dracpu::testing::SysfsFixture;
 
@@ -51,7 +53,7 @@ class TopologyWatcherTest : public ::testing::Test {
   std::unique_ptr<SysfsFixture> fixture_;
   std::unique_ptr<FileSystem> fs_;
   CpuTopology initial_;
-  kube::FakeClock clock_;
+  testing::FakeClock clock_;
   std::vector<std::string> seen_;
 };
 
@@ -105,7 +107,7 @@ TEST_F(TopologyWatcherTest, RunPollsEveryIntervalUntilStopped) {
   std::atomic<int> changes{0};
   TopologyWatcherOptions o;
   o.interval = std::chrono::milliseconds(10000);
-  kube::FakeClock clock(std::chrono::milliseconds(1));
+  testing::FakeClock clock(std::chrono::milliseconds(1));
   TopologyWatcher w(*fs_, clock, initial_, [&](const CpuTopology&) { ++changes; }, o);
   std::thread t([&] { w.Run(stop); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -123,7 +125,7 @@ TEST_F(TopologyWatcherTest, RunPollsEveryIntervalUntilStopped) {
   const auto s = w.stats();
   EXPECT_GE(s.polls, 3u);
   EXPECT_LE(s.discoveries, 4u);  // 2, plus one if a poll raced the rewrite
-  auto elapsed = clock.Now() - kube::FakeClock().Now();
+  auto elapsed = clock.Now() - testing::FakeClock().Now();
   EXPECT_GE(elapsed, std::chrono::milliseconds(10000) * (static_cast<int>(s.polls) - 1));
 }
 

@@ -8,7 +8,7 @@
 
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/curl_http_client.h"
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/informer.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
@@ -18,6 +18,8 @@
 
 namespace dracpu {
 namespace {
+
+using ::dracpu::testing::FakeClock;
 
 using kube::Informer;
 using kube::JsonObject;
@@ -69,7 +71,7 @@ class InformerSimTest : public ::testing::Test {
   }
 
   void StartInformer() { StartInformer(system_clock_); }
-  void StartInformer(kube::Clock& clock) {
+  void StartInformer(Clock& clock) {
     kube::InformerOptions options;
     options.field_selector = "spec.nodeName=n1,spec.driver=dra.cpu";
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 0.5};
@@ -106,9 +108,9 @@ class InformerSimTest : public ::testing::Test {
   }
 
   std::unique_ptr<FileSystem> fs_;
-  kube::SystemClock clock_;
-  kube::SystemClock system_clock_;
-  kube::DefaultRandom random_;
+  SystemClock clock_;
+  SystemClock system_clock_;
+  DefaultRandom random_;
   std::shared_ptr<SimState> state_;
   std::unique_ptr<SimApiServer> server_;
   std::unique_ptr<kube::KubeClient> client_;
@@ -217,7 +219,7 @@ TEST_F(InformerSimTest, DroppedWatchResumesWithoutRelisting) {
 
 TEST_F(InformerSimTest, OutageBackoffGrowsAndIsCapped) {
   server_->Stop();  // the API is down from the start
-  kube::FakeClock clock(std::chrono::milliseconds(1));
+  testing::FakeClock clock(std::chrono::milliseconds(1));
   kube::InformerOptions options;  // the default policy
   Informer informer(*client_, kSlices, options, {}, clock, random_);
   std::thread t([&] { (void)informer.Run(stop_); });
@@ -240,7 +242,7 @@ TEST_F(InformerSimTest, RepeatedGoneBacksOffInsteadOfSpinning) {
   gone.reason = "Expired";
   gone.count = -1;
   state_->AddFault(gone);
-  kube::FakeClock clock(std::chrono::milliseconds(1));
+  testing::FakeClock clock(std::chrono::milliseconds(1));
   StartInformer(clock);
   ASSERT_TRUE(WaitFor([&] { return informer_->stats().gone >= 5; }));
   StopInformer();

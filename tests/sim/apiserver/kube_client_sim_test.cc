@@ -11,7 +11,7 @@
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/curl_http_client.h"
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/base64.h"
@@ -23,6 +23,9 @@
 
 namespace dracpu {
 namespace {
+
+using ::dracpu::testing::FakeClock;
+using ::dracpu::testing::FixedRandom;
 
 using kube::ClientOptions;
 using kube::ClusterConfig;
@@ -86,8 +89,8 @@ class KubeClientSimTest : public ::testing::Test {
   }
 
   std::unique_ptr<FileSystem> fs_;
-  kube::FakeClock clock_;
-  kube::FixedRandom random_{0.5};
+  testing::FakeClock clock_;
+  testing::FixedRandom random_{0.5};
   std::shared_ptr<SimState> state_;
   std::unique_ptr<SimApiServer> server_;
   TempDir dir_;

@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "dra-agent/kube/curl_http_client.h"
-#include "dra-agent/kube/fake_clock.h"
+#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/sim_test_util.h"
@@ -18,6 +18,9 @@
 
 namespace dracpu {
 namespace {
+
+using ::dracpu::testing::FakeClock;
+using ::dracpu::testing::FixedRandom;
 
 using ::testing::HasSubstr;
 
@@ -86,8 +89,8 @@ TEST(SimApiServerProcessTest, ServesHttpsWithTokenAndWritesAKubeconfig) {
   EXPECT_EQ(config->server, sim.url());
   auto http = kube::NewCurlHttpClient(config->tls);
   ASSERT_THAT(http, IsOk());
-  kube::FakeClock clock;
-  kube::FixedRandom random(0.0);
+  testing::FakeClock clock;
+  testing::FixedRandom random(0.0);
   kube::ClientOptions options;
   options.max_attempts = 1;
   auto client = kube::KubeClient::Create(*config, *std::move(http), **fs, clock, random, options);

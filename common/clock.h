@@ -1,9 +1,7 @@
-// Clock and Random: the time and randomness seams of the Kubernetes client (backoff, token
-// refresh). SystemClock/DefaultRandom are the real ones; tests inject fakes that record sleeps
-// and advance virtual time, so backoff logic is tested without waiting.
-//
-// These belong in common/ once it grows a clock (the style guide lists common/clock); they live
-// here until then so the client does not depend on an unmerged module.
+// Clock and Random: the time and randomness seams (the Kubernetes client's backoff and token
+// refresh, the slice publisher, the topology watcher, the agent's loops). SystemClock and
+// DefaultRandom are the real ones; tests inject tests/testing/fake_clock.h, which records sleeps
+// and advances virtual time, so backoff logic is tested without waiting.
 //
 // Thread safety: implementations are safe for concurrent use.
 #pragma once
@@ -15,7 +13,7 @@
 #include <mutex>
 #include <random>
 
-namespace dracpu::kube {
+namespace dracpu {
 
 class Clock {
  public:
@@ -52,4 +50,4 @@ class DefaultRandom final : public Random {
   std::mt19937_64 engine_;
 };
 
-}  // namespace dracpu::kube
+}  // namespace dracpu

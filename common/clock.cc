@@ -1,9 +1,9 @@
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 
 #include <algorithm>
 #include <thread>
 
-namespace dracpu::kube {
+namespace dracpu {
 
 bool SystemClock::SleepFor(Duration d, const std::atomic<bool>* cancel) {
   const TimePoint end = Now() + d;
@@ -20,4 +20,4 @@ double DefaultRandom::Uniform01() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(engine_);
 }
 
-}  // namespace dracpu::kube
+}  // namespace dracpu

@@ -1,4 +1,4 @@
-// Test doubles for the client's time and randomness seams. Test-only (header-only, never
+// Test doubles for the time and randomness seams of common/clock.h. Test-only (header-only, never
 // included by library code).
 #pragma once
 
@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "dra-agent/kube/clock.h"
+#include "common/clock.h"
 
-namespace dracpu::kube {
+namespace dracpu::testing {
 
 // Virtual time: SleepFor records the duration and advances Now() instead of waiting (optionally
 // yielding `real_sleep` of real time, so loops that sleep between network retries cannot spin).
@@ -56,4 +56,4 @@ class FixedRandom final : public Random {
   const double value_;
 };
 
-}  // namespace dracpu::kube
+}  // namespace dracpu::testing
