@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "dra-agent/allocator/allocator.h"
@@ -120,6 +121,7 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
                                        const std::vector<const AllocationResultView*>& results,
                                        const CpuSet& free, bool& align_memory) const {
   CpuSet chosen;
+  std::map<std::string, int64_t> consumed;  // per device, over this claim's results
   align_memory = options_.policy.align_memory;
   for (const AllocationResultView* r : results) {
     const std::string what = "result for request " + r->request + " (device " + r->device + ")";
@@ -146,6 +148,17 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
         return InvalidArgumentError(what + ": no consumedCapacity for dra.cpu/cpu");
       }
       ASSIGN_OR_RETURN(const int64_t count, ParseWholeCpuQuantity(*r->consumed_cpu));
+      // The scheduler never gives one claim more than the device publishes; more means the
+      // allocation was made against another view of this node (or by hand): refuse it rather
+      // than eat into the CPUs the published capacity keeps for the shared-pool floor.
+      const int64_t on_device = (consumed[r->device] += count);
+      if (device->cpu_capacity && on_device > *device->cpu_capacity) {
+        return InvalidArgumentError(
+            what + ": " + std::to_string(on_device) + " CPUs" +
+            (on_device != count ? " (with the claim's other results on this device)" : "") +
+            " is more than the capacity " + std::to_string(*device->cpu_capacity) + " of device " +
+            r->device);
+      }
       if (policy.full_pcpus_only && count % topology_.MaxThreadsPerCore() != 0) {
         return InvalidArgumentError(what + ": " + std::to_string(count) +
                                     " CPUs is not a whole number of cores of " +

@@ -241,8 +241,11 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
       {"zero", {{"r", "cpudevnuma000", "0"}}, "", "not positive"},
       {"nocap", {{"r", "cpudevnuma000", ""}}, "", "no consumedCapacity"},
       {"unknown", {{"r", "cpudevnuma007", "1"}}, "", "no such device"},
-      {"toomany", {{"r", "cpudevnuma000", "9"}}, "", "not enough cpus"},
-      {"floor", {{"a", "cpudevnuma000", "8"}, {"b", "cpudevnuma001", "8"}}, "", "below minSharedCPUs 1"},
+      // cpudevnuma000 publishes 7 of its 8 CPUs (the floor), cpudevnuma001 all 8.
+      {"overcap", {{"r", "cpudevnuma000", "8"}}, "", "8 CPUs is more than the capacity 7 of device cpudevnuma000"},
+      {"toomany", {{"r", "cpudevnuma001", "9"}}, "", "9 CPUs is more than the capacity 8 of device cpudevnuma001"},
+      {"oversum", {{"a", "cpudevnuma000", "4"}, {"b", "cpudevnuma000", "4"}}, "",
+       "8 CPUs (with the claim's other results on this device) is more than the capacity 7"},
       {"smt", {{"r", "cpudevnuma000", "3"}}, R"({"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true}}}})", "not a whole number of cores"},
   };
   for (const BadClaim& c : cases) {
@@ -261,6 +264,18 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
   }
   EXPECT_THAT(PrepareOne({"ns", "c-unalloc", "unalloc"}).error, HasSubstr("not allocated"));
   EXPECT_THAT(PrepareOne({"ns", "x", "bad/uid"}).error, HasSubstr("other than letters"));
+}
+
+// Within each device's capacity, claims can still reach the floor when the scheduler's view
+// differs from ours (e.g. the floor was raised after they were allocated): the floor holds.
+TEST_F(PreparerTest, TheSharedPoolFloorHoldsAcrossClaims) {
+  ASSERT_EQ(PrepareOne(Add("fill1", {{"r", "cpudevnuma001", "8"}})).error, "");
+  ASSERT_EQ(PrepareOne(Add("fill0", {{"r", "cpudevnuma000", "6"}})).error, "");
+  EXPECT_THAT(PrepareOne(Add("over", {{"r", "cpudevnuma000", "2"}})).error,
+              HasSubstr("would leave 0 CPUs in the shared pool, below minSharedCPUs 1"));
+  EXPECT_TRUE(Held("over").Empty());
+  EXPECT_EQ(PrepareOne(Add("fits", {{"r", "cpudevnuma000", "1"}})).error, "");
+  EXPECT_EQ(cdi_->List()->claims.size(), 3u);
 }
 
 TEST_F(PreparerTest, IndividualModeMapsDevicesToCpus) {
