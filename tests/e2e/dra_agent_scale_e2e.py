@@ -59,7 +59,8 @@ def main():
         check(not json.loads(r.stdout)["warnings"], "gatherinfo: no warnings")
         r = subprocess.run([os.path.join(build, "dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root",
                             node.root, "--format", "summary", "--no-pcie"], capture_output=True, text=True)
-        check(r.returncode == 0 and "1024" in r.stdout, "gatherinfo summary: %s" % r.stdout.strip()[:300])
+        check(r.returncode == 0 and "online 0-1023 (1024)" in r.stdout and "threads per core: 2" in r.stdout,
+              "gatherinfo summary: %s" % r.stdout.strip()[:300])
 
         config = os.path.join(node.tmp, "config.yaml")
         with open(config, "w") as f:
