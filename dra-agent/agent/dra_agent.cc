@@ -7,6 +7,7 @@
 #include <system_error>
 #include <thread>
 
+#include "common/sysfs_attribute.h"
 #include "common/topology_discovery.h"
 #include "dra-agent/kube/resources.h"
 
@@ -120,6 +121,13 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   po.policy = config.driver.policy;
   po.min_shared_cpus = config.driver.min_shared_cpus;
   po.strict_cpu_reservation = config.driver.strict_cpu_reservation;
+  // Read at every placement (one small file), so a CPU unplugged since start-up is never granted,
+  // even before the topology watcher's next poll. Old kernels without the file: the start-up set.
+  po.online_cpus = [fs = sysfs_.get(), startup = topology_.online]() -> Result<CpuSet> {
+    constexpr char kOnline[] = "sys/devices/system/cpu/online";
+    if (!fs->Exists(kOnline)) return startup;
+    return ReadSysfsCpuList(*fs, kOnline);
+  };
   kube::KubeClient* client = client_.get();
   preparer_ = std::make_unique<CpuClaimPreparer>(
       topology_, *index_, catalog_, *segment_, *cdi_,

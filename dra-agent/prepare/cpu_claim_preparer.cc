@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "dra-agent/allocator/allocator.h"
@@ -118,8 +119,10 @@ std::vector<PreparedDevice> CpuClaimPreparer::Devices(
 
 Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
                                        const std::vector<const AllocationResultView*>& results,
-                                       const CpuSet& free, bool& align_memory) const {
+                                       const CpuSet& free, const CpuSet& online,
+                                       bool& align_memory) const {
   CpuSet chosen;
+  std::map<std::string, int64_t> consumed;  // per device, over this claim's results
   align_memory = options_.policy.align_memory;
   for (const AllocationResultView* r : results) {
     const std::string what = "result for request " + r->request + " (device " + r->device + ")";
@@ -137,6 +140,9 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
     CpuSet cpus;
     if (catalog_.options.mode == CpuDeviceMode::kIndividual) {
       cpus = device->cpus;
+      if (const CpuSet offline = cpus - online; !offline.Empty()) {
+        return UnavailableError(what + ": CPU " + offline.ToListString() + " is offline");
+      }
       if (!cpus.IsSubsetOf(free - chosen)) {
         return FailedPreconditionError(what + ": CPU " + cpus.ToListString() +
                                        " is held by another claim (overlapping device assignment)");
@@ -146,6 +152,17 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
         return InvalidArgumentError(what + ": no consumedCapacity for dra.cpu/cpu");
       }
       ASSIGN_OR_RETURN(const int64_t count, ParseWholeCpuQuantity(*r->consumed_cpu));
+      // The scheduler never gives one claim more than the device publishes; more means the
+      // allocation was made against another view of this node (or by hand): refuse it rather
+      // than eat into the CPUs the published capacity keeps for the shared-pool floor.
+      const int64_t on_device = (consumed[r->device] += count);
+      if (device->cpu_capacity && on_device > *device->cpu_capacity) {
+        return InvalidArgumentError(
+            what + ": " + std::to_string(on_device) + " CPUs" +
+            (on_device != count ? " (with the claim's other results on this device)" : "") +
+            " is more than the capacity " + std::to_string(*device->cpu_capacity) + " of device " +
+            r->device);
+      }
       if (policy.full_pcpus_only && count % topology_.MaxThreadsPerCore() != 0) {
         return InvalidArgumentError(what + ": " + std::to_string(count) +
                                     " CPUs is not a whole number of cores of " +
@@ -162,6 +179,10 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
           return InvalidArgumentError(what + ": cpuConfig.cpuset CPUs " +
                                       (cpus - device->group_cpus).ToListString() +
                                       " are not allocatable CPUs of the device");
+        }
+        if (const CpuSet offline = cpus - online; !offline.Empty()) {
+          return UnavailableError(what + ": cpuConfig.cpuset CPUs " + offline.ToListString() +
+                                  " are offline");
         }
         if (!cpus.IsSubsetOf(free - chosen)) {
           return FailedPreconditionError(what + ": cpuConfig.cpuset CPUs " +
@@ -220,17 +241,25 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
     return {Devices(*claim, ours), ""};
   }
 
+  // CPUs that went offline since start-up are neither granted nor counted in the shared pool.
+  CpuSet online = topology_.online;
+  if (options_.online_cpus) {
+    auto now = options_.online_cpus();
+    if (!now.ok()) return fail(now.status().WithContext("reading the online CPUs"));
+    online = *now & topology_.online;  // a CPU that came online later is not in the catalog yet
+  }
+
   // Place and reserve in one transaction, so concurrent Prepares never overlap.
   shm::ClaimSpec spec;
   {
     auto txn = segment_.Begin();
     if (!txn.ok()) return fail(txn.status());
     const CpuSet claimed = txn->ClaimedCpus(ref.uid);
-    const CpuSet free = catalog_.allocatable - claimed;
+    const CpuSet free = (catalog_.allocatable & online) - claimed;
     bool align_memory = false;
-    auto cpus = Place(*claim, ours, free, align_memory);
+    auto cpus = Place(*claim, ours, free, online, align_memory);
     if (!cpus.ok()) return fail(cpus.status());
-    const CpuSet pool_base = options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online;
+    const CpuSet pool_base = (options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online) & online;
     const int shared_after = (pool_base - claimed - *cpus).Count();
     if (shared_after < options_.min_shared_cpus) {
       return fail(ResourceExhaustedError(

@@ -42,11 +42,16 @@ namespace dracpu::dra {
 using ClaimFetcher =
     std::function<Result<std::string>(const std::string& namespace_name, const std::string& name)>;
 
+// Returns the CPUs online now (sysfs cpu/online), read at every placement so a CPU that went
+// offline after start-up is never granted (the catalog and topology are the start-up view).
+using OnlineCpusReader = std::function<Result<CpuSet>()>;
+
 struct PreparerOptions {
   std::string pool_name;  // = the node name
   PlacementPolicy policy;
   int min_shared_cpus = 1;
   bool strict_cpu_reservation = true;
+  OnlineCpusReader online_cpus;  // empty: the topology's online set
 };
 
 class CpuClaimPreparer final : public ClaimPreparer {
@@ -77,7 +82,7 @@ class CpuClaimPreparer final : public ClaimPreparer {
   std::string UnprepareOne(const ClaimRef& ref);
   Result<CpuSet> Place(const ResourceClaimView& claim,
                        const std::vector<const AllocationResultView*>& results, const CpuSet& free,
-                       bool& align_memory) const;
+                       const CpuSet& online, bool& align_memory) const;
   std::vector<PreparedDevice> Devices(const ResourceClaimView& claim,
                                       const std::vector<const AllocationResultView*>& results) const;
   std::mutex& ClaimLock(const std::string& uid);

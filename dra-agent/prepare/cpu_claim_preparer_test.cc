@@ -59,6 +59,11 @@ class PreparerTest : public ::testing::Test {
     PreparerOptions po;
     po.pool_name = "node-a";
     po.min_shared_cpus = min_shared;
+    po.online_cpus = [this]() -> Result<CpuSet> {
+      std::lock_guard lock(mu_);
+      if (!online_error_.ok()) return online_error_;
+      return online_ ? *online_ : topology_.online;
+    };
     preparer_ = std::make_unique<CpuClaimPreparer>(
         topology_, *index_, catalog_, *segment_, *cdi_,
         [this](const std::string& ns, const std::string& name) -> Result<std::string> {
@@ -94,6 +99,8 @@ class PreparerTest : public ::testing::Test {
   std::unique_ptr<CpuClaimPreparer> preparer_;
   std::mutex mu_;
   std::map<std::string, std::string> claims_;
+  std::optional<CpuSet> online_;  // what sysfs cpu/online says now (unset: the topology's)
+  Status online_error_;
 };
 
 TEST_F(PreparerTest, GroupedClaimGetsWholeCoresInItsNumaNode) {
@@ -241,8 +248,11 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
       {"zero", {{"r", "cpudevnuma000", "0"}}, "", "not positive"},
       {"nocap", {{"r", "cpudevnuma000", ""}}, "", "no consumedCapacity"},
       {"unknown", {{"r", "cpudevnuma007", "1"}}, "", "no such device"},
-      {"toomany", {{"r", "cpudevnuma000", "9"}}, "", "not enough cpus"},
-      {"floor", {{"a", "cpudevnuma000", "8"}, {"b", "cpudevnuma001", "8"}}, "", "below minSharedCPUs 1"},
+      // cpudevnuma000 publishes 7 of its 8 CPUs (the floor), cpudevnuma001 all 8.
+      {"overcap", {{"r", "cpudevnuma000", "8"}}, "", "8 CPUs is more than the capacity 7 of device cpudevnuma000"},
+      {"toomany", {{"r", "cpudevnuma001", "9"}}, "", "9 CPUs is more than the capacity 8 of device cpudevnuma001"},
+      {"oversum", {{"a", "cpudevnuma000", "4"}, {"b", "cpudevnuma000", "4"}}, "",
+       "8 CPUs (with the claim's other results on this device) is more than the capacity 7"},
       {"smt", {{"r", "cpudevnuma000", "3"}}, R"({"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true}}}})", "not a whole number of cores"},
   };
   for (const BadClaim& c : cases) {
@@ -261,6 +271,18 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
   }
   EXPECT_THAT(PrepareOne({"ns", "c-unalloc", "unalloc"}).error, HasSubstr("not allocated"));
   EXPECT_THAT(PrepareOne({"ns", "x", "bad/uid"}).error, HasSubstr("other than letters"));
+}
+
+// Within each device's capacity, claims can still reach the floor when the scheduler's view
+// differs from ours (e.g. the floor was raised after they were allocated): the floor holds.
+TEST_F(PreparerTest, TheSharedPoolFloorHoldsAcrossClaims) {
+  ASSERT_EQ(PrepareOne(Add("fill1", {{"r", "cpudevnuma001", "8"}})).error, "");
+  ASSERT_EQ(PrepareOne(Add("fill0", {{"r", "cpudevnuma000", "6"}})).error, "");
+  EXPECT_THAT(PrepareOne(Add("over", {{"r", "cpudevnuma000", "2"}})).error,
+              HasSubstr("would leave 0 CPUs in the shared pool, below minSharedCPUs 1"));
+  EXPECT_TRUE(Held("over").Empty());
+  EXPECT_EQ(PrepareOne(Add("fits", {{"r", "cpudevnuma000", "1"}})).error, "");
+  EXPECT_EQ(cdi_->List()->claims.size(), 3u);
 }
 
 TEST_F(PreparerTest, IndividualModeMapsDevicesToCpus) {
@@ -326,6 +348,48 @@ TEST_F(PreparerTest, ReconcileMakesMemoryAndSpecsAgree) {
   EXPECT_THAT(text, HasSubstr("held by another claim"));
   EXPECT_THAT(text, HasSubstr("never finished"));
   EXPECT_THAT(text, HasSubstr("rewrote its missing CDI spec"));
+}
+
+// CPUs unplugged after start-up (the catalog still lists them) are never granted, nor counted in
+// the shared pool; a repeated Prepare of a claim already holding them still answers the same.
+TEST_F(PreparerTest, CpusThatWentOfflineAreNotGranted) {
+  const std::string before_cfg = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"4,12"}}}})";
+  ASSERT_EQ(PrepareOne(Add("before", {{"r", "cpudevnuma001", "2"}}, before_cfg)).error, "");
+  const CpuSet before = Held("before");
+  {
+    std::lock_guard lock(mu_);
+    online_ = topology_.online - CpuSet::ParseList("2-3,10-11", "test").value() - before;
+  }
+  // Node 0 (0-3,8-11) has 4 online CPUs left; the allocator may only use them.
+  ASSERT_EQ(PrepareOne(Add("g", {{"r", "cpudevnuma000", "4"}})).error, "");
+  EXPECT_EQ(Held("g").ToListString(), "0-1,8-9");
+  EXPECT_THAT(PrepareOne(Add("more", {{"r", "cpudevnuma000", "1"}})).error, HasSubstr("not enough"));
+  const std::string cfg = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"5,13"}}}})";
+  EXPECT_EQ(PrepareOne(Add("set", {{"r", "cpudevnuma001", "2"}}, cfg)).error, "");
+  const std::string offline_cfg = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"3"}}}})";
+  EXPECT_THAT(PrepareOne(Add("off", {{"r", "cpudevnuma000", "1"}}, offline_cfg)).error,
+              HasSubstr("cpuConfig.cpuset CPUs 3 are offline"));
+  EXPECT_EQ(PrepareOne(Add("before", {{"r", "cpudevnuma001", "2"}}, before_cfg)).error, "");  // idempotent
+  EXPECT_EQ(Held("before"), before);
+  {
+    std::lock_guard lock(mu_);
+    online_error_ = InternalError("sys/devices/system/cpu/online: garbage");
+  }
+  EXPECT_THAT(PrepareOne(Add("err", {{"r", "cpudevnuma001", "1"}})).error,
+              HasSubstr("reading the online CPUs: sys/devices/system/cpu/online: garbage"));
+  EXPECT_TRUE(Held("err").Empty());
+}
+
+TEST_F(PreparerTest, AnOfflineIndividualDeviceIsRefused) {
+  Build(CpuDeviceMode::kIndividual);
+  {
+    std::lock_guard lock(mu_);
+    online_ = topology_.online - CpuSet{9};
+  }
+  EXPECT_THAT(PrepareOne(Add("u1", {{"r", "cpudev000", ""}, {"r", "cpudev001", ""}})).error,
+              HasSubstr("CPU 9 is offline"));
+  EXPECT_TRUE(Held("u1").Empty());
+  EXPECT_EQ(PrepareOne(Add("u2", {{"r", "cpudev000", ""}})).error, "");
 }
 
 }  // namespace

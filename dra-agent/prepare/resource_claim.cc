@@ -197,9 +197,10 @@ Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std
     rapidjson::Document p;
     p.Parse(c.parameters.c_str());
     if (p.HasParseError() || !p.IsObject()) return Bad(where, "not a JSON object");
-    if (!p.HasMember("apiVersion") || !p["apiVersion"].IsString() ||
-        std::string_view(p["apiVersion"].GetString()) != "v1alpha1") {
-      return Bad(where + ".apiVersion", "must be v1alpha1");
+    if (!p.HasMember("apiVersion")) return Bad(where + ".apiVersion", "missing (must be v1alpha1)");
+    if (!p["apiVersion"].IsString()) return Bad(where + ".apiVersion", "not a string (must be v1alpha1)");
+    if (const std::string_view v = p["apiVersion"].GetString(); v != "v1alpha1") {
+      return Bad(where + ".apiVersion", "\"" + std::string(v) + "\" is not supported (must be v1alpha1)");
     }
     for (const auto& m : p.GetObject()) {
       const std::string key = m.name.GetString();

@@ -83,8 +83,9 @@ TEST_P(ConfigRejects, SaysWhy) {
 INSTANTIATE_TEST_SUITE_P(
     Bad, ConfigRejects,
     ::testing::Values(
-        BadConfig{R"({"cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: must be v1alpha1"},
-        BadConfig{R"({"apiVersion": "v1", "cpuConfig": {"cpuset": "1"}})", "FromClaim", "must be v1alpha1"},
+        BadConfig{R"({"cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: missing (must be v1alpha1)"},
+        BadConfig{R"({"apiVersion": "v1", "cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: \"v1\" is not supported (must be v1alpha1)"},
+        BadConfig{R"({"apiVersion": 1, "cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: not a string"},
         BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": ""}})", "FromClaim", "is empty"},
         BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": "3-1"}})", "FromClaim", "reversed range"},
         BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpus": "1"}})", "FromClaim", "missing or not a string"},

@@ -71,13 +71,20 @@ def claim(uid, device, count, config=None):
 
 
 class Node:
-    def __init__(self, build, shared):
+    # write_sysfs(root), when given, writes the sysfs tree instead of the corpus machine (then
+    # `shared` is not used); sysfs_parent puts that tree elsewhere than /tmp (a big synthetic
+    # tree is written much faster to a tmpfs such as /dev/shm on a busy disk).
+    def __init__(self, build, shared, write_sysfs=None, sysfs_parent=None):
         self.build = build
         self.tmp = tempfile.mkdtemp(prefix="dracpu-e2e-", dir="/tmp")
-        self.root = os.path.join(self.tmp, "root")
-        os.makedirs(self.root)
-        tree = os.path.join(shared, "sysfs-corpus", MACHINE, "tree.tar.gz")
-        subprocess.run(["tar", "-xzf", tree, "-C", self.root], check=True)
+        self.root_tmp = tempfile.mkdtemp(prefix="dracpu-e2e-sysfs-", dir=sysfs_parent) if sysfs_parent else None
+        self.root = self.root_tmp or os.path.join(self.tmp, "root")
+        os.makedirs(self.root, exist_ok=True)
+        if write_sysfs is not None:
+            write_sysfs(self.root)
+        else:
+            tree = os.path.join(shared, "sysfs-corpus", MACHINE, "tree.tar.gz")
+            subprocess.run(["tar", "-xzf", tree, "-C", self.root], check=True)
         self.kubelet = os.path.join(self.tmp, "k")
         self.cdi = os.path.join(self.tmp, "cdi")
         self.shm = os.path.join(self.tmp, "shm", "state.shm")
@@ -132,6 +139,8 @@ class Node:
                 p.kill()
                 p.wait()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.root_tmp:
+            shutil.rmtree(self.root_tmp, ignore_errors=True)
 
 
 def cpulist(text):
