@@ -5,12 +5,16 @@
 //     runs a YAML scenario (scenario.h). Exit 0 when every step passed, 1 on the first failed
 //     step (printed), 2 on a usage or scenario error.
 //
-//   dracpu-runtime-sim --socket PATH --control [--apply-affinity] [--runtime-name NAME]
-//                      [--runtime-version V] [--nri-version vX.Y.Z]
+//   dracpu-runtime-sim --socket PATH --control [--apply-affinity] [--cgroup-parent DIR]
+//                      [--runtime-name NAME] [--runtime-version V] [--nri-version vX.Y.Z]
 //     prints {"ready":true,"socket":"PATH"} once the socket listens, then reads one JSON command
 //     per stdin line and writes one JSON reply line per command on stdout (control_session.h has
 //     the protocol). Exit 0 after "quit", EOF on stdin (once pending replies are written) or
 //     SIGTERM/SIGINT; 2 on a usage or start-up error. The socket file is removed on exit.
+//
+// --apply-affinity pins each container's process (its pid) with sched_setaffinity;
+// --cgroup-parent DIR (root) gives each one a cgroup cpuset under DIR, as runc would, and
+// removes those cgroups again on container removal and on exit (cgroup_cpusets.h).
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -24,6 +28,7 @@
 #include <string>
 
 #include "nri-agent/loop/event_loop.h"
+#include "tests/sim/runtime/cgroup_cpusets.h"
 #include "tests/sim/runtime/control_session.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/sim/runtime/scenario.h"
@@ -33,7 +38,8 @@ namespace {
 int Usage(const char* argv0) {
   std::cerr << "usage: " << argv0 << " --socket PATH --scenario FILE [--step-timeout-ms N]\n"
             << "       " << argv0 << " --socket PATH --control [--apply-affinity]"
-            << " [--runtime-name NAME] [--runtime-version V] [--nri-version vX.Y.Z]\n";
+            << " [--cgroup-parent DIR] [--runtime-name NAME] [--runtime-version V]"
+            << " [--nri-version vX.Y.Z]\n";
   return 2;
 }
 
@@ -123,12 +129,20 @@ int main(int argc, char** argv) {
       options.runtime_version = value;
     } else if (flag == "--nri-version") {
       options.nri_version = value;
+    } else if (flag == "--cgroup-parent") {
+      options.cgroup_parent = value;
     } else {
       std::cerr << "unknown flag " << flag << "\n";
       return Usage(argv[0]);
     }
   }
   if (socket.empty() || control == !scenario_path.empty()) return Usage(argv[0]);
+  if (!options.cgroup_parent.empty()) {
+    if (auto cgroups = dracpu::sim::CgroupCpusets::Open(options.cgroup_parent); !cgroups.ok()) {
+      std::cerr << "--cgroup-parent: " << cgroups.status().ToString() << "\n";
+      return 2;
+    }
+  }
   if (control) return RunControl(socket, std::move(options));
   std::ifstream in(scenario_path);
   if (!in) {

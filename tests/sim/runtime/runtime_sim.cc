@@ -55,7 +55,16 @@ class RuntimeSimulator::Conn {
 };
 
 RuntimeSimulator::RuntimeSimulator(loop::EventLoop& loop, RuntimeOptions options)
-    : loop_(loop), options_(std::move(options)), self_(std::make_shared<RuntimeSimulator*>(this)) {}
+    : loop_(loop), options_(std::move(options)), self_(std::make_shared<RuntimeSimulator*>(this)) {
+  if (!options_.cgroup_parent.empty()) {
+    Result<CgroupCpusets> cgroups = CgroupCpusets::Open(options_.cgroup_parent);
+    if (cgroups.ok()) {
+      cgroups_.emplace(std::move(cgroups).value());
+    } else {
+      affinity_error_ = cgroups.status();
+    }
+  }
+}
 
 RuntimeSimulator::~RuntimeSimulator() {
   if (conn_ && conn_->registration_timer != 0) loop_.CancelTimer(conn_->registration_timer);
@@ -347,7 +356,17 @@ void RuntimeSimulator::ApplyUpdate(const nri::CpusetUpdate& update) {
 }
 
 void RuntimeSimulator::ApplyAffinity(const nri::Container& container) {
-  if (!options_.apply_affinity || container.pid == 0 || container.cpuset.cpus.empty()) return;
+  if (container.pid == 0 || container.cpuset.cpus.empty()) return;
+  if (cgroups_) {
+    const Status s = cgroups_->Apply(container.id, static_cast<int>(container.pid),
+                                     container.cpuset.cpus, container.cpuset.mems);
+    if (s.ok()) {
+      ++affinity_applied_;
+    } else {
+      affinity_error_ = s;
+    }
+  }
+  if (!options_.apply_affinity) return;
   Result<CpuSet> cpus = CpuSet::ParseList(container.cpuset.cpus, "container " + container.id);
   if (!cpus.ok()) {
     affinity_error_ = cpus.status();
@@ -363,6 +382,11 @@ void RuntimeSimulator::ApplyAffinity(const nri::Container& container) {
     affinity_error_ = ErrnoStatus("sched_setaffinity pid " + std::to_string(container.pid), errno);
   }
   CPU_FREE(mask);
+}
+
+void RuntimeSimulator::ReleaseCgroup(const std::string& container_id) {
+  if (!cgroups_) return;
+  if (Status s = cgroups_->Release(container_id); !s.ok()) affinity_error_ = s;
 }
 
 void RuntimeSimulator::AddRunning(const nri::Pod& pod, const nri::Container& container) {
@@ -525,6 +549,7 @@ void RuntimeSimulator::RemoveContainer(const std::string& id, Done done) {
     }
     const SimContainer removed = it->second;
     containers_.erase(it);
+    ReleaseCgroup(id);
     if (!Subscribed(nri::Event::kRemoveContainer)) {
       done(Status::Ok());
       return finished();

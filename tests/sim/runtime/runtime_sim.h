@@ -23,12 +23,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/types.h"
+#include "tests/sim/runtime/cgroup_cpusets.h"
 
 namespace dracpu::sim {
 
@@ -42,6 +44,9 @@ struct RuntimeOptions {
   // Also apply every cpuset the runtime applies to the container's process (pid > 0) with
   // sched_setaffinity, so tests and the demo show real pinning. cpuset.mems is not applied.
   bool apply_affinity = false;
+  // Also (or instead) put each container's process in a cgroup cpuset of its own under this
+  // directory (see cgroup_cpusets.h; needs root). Empty: no cgroups.
+  std::string cgroup_parent;
 };
 
 struct SimContainer {
@@ -92,7 +97,8 @@ class RuntimeSimulator {
   bool runtime_server_dead() const;                 // conn 2 hit ENOMEM
   int sync_chunks() const { return sync_chunks_; }  // requests of the last Synchronize
   const std::map<std::string, SimContainer>& containers() const { return containers_; }
-  // With apply_affinity: how many sched_setaffinity calls succeeded, and the last failure.
+  // With apply_affinity / cgroup_parent: how many sched_setaffinity calls and cgroup moves
+  // succeeded, and the last failure.
   int affinity_applied() const { return affinity_applied_; }
   const Status& affinity_error() const { return affinity_error_; }
 
@@ -111,6 +117,7 @@ class RuntimeSimulator {
                   std::function<void(Result<std::string>)> done);
   void ApplyUpdate(const nri::CpusetUpdate& update);
   void ApplyAffinity(const nri::Container& container);
+  void ReleaseCgroup(const std::string& container_id);
   void ClosePlugin(const Status& reason);
 
   loop::EventLoop& loop_;
@@ -126,6 +133,7 @@ class RuntimeSimulator {
   int sync_chunks_ = 0;
   int affinity_applied_ = 0;
   Status affinity_error_;
+  std::optional<CgroupCpusets> cgroups_;
   std::map<std::string, SimContainer> containers_;
   std::deque<std::function<void(std::function<void()>)>> ops_;
   bool op_running_ = false;
