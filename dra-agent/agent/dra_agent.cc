@@ -152,6 +152,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   publisher_thread_ = std::thread([this] { publisher_->Run(stop_threads_); });
   watcher_ = std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
     LOG(WARNING) << "CPUs online changed to " << t.online.ToListString() << "; republishing ResourceSlices";
+    preparer_->SetOfflineCpus(topology_.online - t.online);  // never grant an offline CPU
     auto catalog = BuildDeviceCatalog(t, catalog_options_);
     if (!catalog.ok()) {
       LOG(ERROR) << "cannot rebuild the devices: " << catalog.status().ToString();

@@ -118,7 +118,8 @@ std::vector<PreparedDevice> CpuClaimPreparer::Devices(
 
 Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
                                        const std::vector<const AllocationResultView*>& results,
-                                       const CpuSet& free, bool& align_memory) const {
+                                       const CpuSet& free, const CpuSet& offline,
+                                       bool& align_memory) const {
   CpuSet chosen;
   align_memory = options_.policy.align_memory;
   for (const AllocationResultView* r : results) {
@@ -137,6 +138,9 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
     CpuSet cpus;
     if (catalog_.options.mode == CpuDeviceMode::kIndividual) {
       cpus = device->cpus;
+      if (cpus.Intersects(offline)) {
+        return FailedPreconditionError(what + ": CPU " + (cpus & offline).ToListString() + " is offline");
+      }
       if (!cpus.IsSubsetOf(free - chosen)) {
         return FailedPreconditionError(what + ": CPU " + cpus.ToListString() +
                                        " is held by another claim (overlapping device assignment)");
@@ -163,6 +167,10 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
                                       (cpus - device->group_cpus).ToListString() +
                                       " are not allocatable CPUs of the device");
         }
+        if (cpus.Intersects(offline)) {
+          return FailedPreconditionError(what + ": cpuConfig.cpuset CPUs " + (cpus & offline).ToListString() +
+                                         " are offline");
+        }
         if (!cpus.IsSubsetOf(free - chosen)) {
           return FailedPreconditionError(what + ": cpuConfig.cpuset CPUs " +
                                          (cpus - (free - chosen)).ToListString() +
@@ -181,6 +189,16 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
     chosen |= cpus;
   }
   return chosen;
+}
+
+void CpuClaimPreparer::SetOfflineCpus(const CpuSet& offline) {
+  std::lock_guard lock(offline_mu_);
+  offline_ = offline;
+}
+
+CpuSet CpuClaimPreparer::OfflineCpus() const {
+  std::lock_guard lock(offline_mu_);
+  return offline_;
 }
 
 ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
@@ -226,11 +244,13 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
     auto txn = segment_.Begin();
     if (!txn.ok()) return fail(txn.status());
     const CpuSet claimed = txn->ClaimedCpus(ref.uid);
-    const CpuSet free = catalog_.allocatable - claimed;
+    const CpuSet offline = OfflineCpus();
+    const CpuSet free = catalog_.allocatable - claimed - offline;
     bool align_memory = false;
-    auto cpus = Place(*claim, ours, free, align_memory);
+    auto cpus = Place(*claim, ours, free, offline, align_memory);
     if (!cpus.ok()) return fail(cpus.status());
-    const CpuSet pool_base = options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online;
+    const CpuSet pool_base =
+        (options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online) - offline;
     const int shared_after = (pool_base - claimed - *cpus).Count();
     if (shared_after < options_.min_shared_cpus) {
       return fail(ResourceExhaustedError(

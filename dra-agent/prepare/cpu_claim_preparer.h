@@ -69,6 +69,11 @@ class CpuClaimPreparer final : public ClaimPreparer {
   // Returns one line per action or problem, for the caller to log.
   Result<std::vector<std::string>> Reconcile();
 
+  // CPUs that went offline since the catalog was built (the topology watcher's view). They are
+  // never granted: free CPUs, explicit cpusets and individual devices exclude them, and they do
+  // not count toward the minSharedCPUs floor. Claims already holding them keep them.
+  void SetOfflineCpus(const CpuSet& offline);
+
   // The CPUs of one claim, for tests and diagnostics.
   std::string ClaimKey(const ClaimRef& ref) const;
 
@@ -77,7 +82,8 @@ class CpuClaimPreparer final : public ClaimPreparer {
   std::string UnprepareOne(const ClaimRef& ref);
   Result<CpuSet> Place(const ResourceClaimView& claim,
                        const std::vector<const AllocationResultView*>& results, const CpuSet& free,
-                       bool& align_memory) const;
+                       const CpuSet& offline, bool& align_memory) const;
+  CpuSet OfflineCpus() const;
   std::vector<PreparedDevice> Devices(const ResourceClaimView& claim,
                                       const std::vector<const AllocationResultView*>& results) const;
   std::mutex& ClaimLock(const std::string& uid);
@@ -94,6 +100,8 @@ class CpuClaimPreparer final : public ClaimPreparer {
   Metric* prepare_seconds_ = nullptr;
   Metric* unprepare_seconds_ = nullptr;
   std::array<std::mutex, 64> claim_locks_;
+  mutable std::mutex offline_mu_;
+  CpuSet offline_;  // guarded by offline_mu_
 };
 
 }  // namespace dracpu::dra

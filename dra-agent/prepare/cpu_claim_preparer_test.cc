@@ -270,6 +270,28 @@ TEST_F(PreparerTest, IndividualModeMapsDevicesToCpus) {
   EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudev001", ""}})).error, HasSubstr("overlapping device assignment"));
 }
 
+// CPU hotplug (found by tests/e2e/node_hotplug_e2e.py): the catalog is built once, so without
+// SetOfflineCpus a Prepare could grant a CPU that went offline since.
+TEST_F(PreparerTest, OfflineCpusAreNeverGranted) {
+  // Node 0 = 0-3,8-11, node 1 = 4-7,12-15; CPUs 3 and 6 go offline.
+  preparer_->SetOfflineCpus(CpuSet::ParseList("3,6").value());
+  ASSERT_EQ(PrepareOne(Add("u1", {{"r", "cpudevnuma001", "7"}})).error, "");
+  EXPECT_EQ(Held("u1").ToListString(), "4-5,7,12-15");
+  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudevnuma001", "1"}})).error, HasSubstr("not enough cpus"));
+  const std::string cfg = R"({"source":"FromClaim","requests":[],"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"2-3"}}}})";
+  EXPECT_THAT(PrepareOne(Add("u3", {{"r", "cpudevnuma000", "2"}}, cfg)).error, HasSubstr("CPUs 3 are offline"));
+  // Back online: grantable again.
+  preparer_->SetOfflineCpus(CpuSet());
+  ASSERT_EQ(PrepareOne(Add("u4", {{"r", "cpudevnuma001", "1"}})).error, "");
+  EXPECT_EQ(Held("u4").ToListString(), "6");
+  EXPECT_TRUE(Held("u2").Empty() && Held("u3").Empty());
+
+  Build(CpuDeviceMode::kIndividual);
+  preparer_->SetOfflineCpus(CpuSet::ParseList("2").value());
+  EXPECT_THAT(PrepareOne(Add("i1", {{"r", "cpudev002", ""}})).error, HasSubstr("CPU 2 is offline"));
+  EXPECT_TRUE(Held("i1").Empty());
+}
+
 TEST_F(PreparerTest, UnprepareReleasesAndIsIdempotent) {
   const ClaimRef ref = Add("u1", {{"r", "cpudevnuma000", "2"}});
   ASSERT_EQ(PrepareOne(ref).error, "");
