@@ -58,6 +58,22 @@ def assign(node, mode, claims):
     check(ok, "%s: dracpu-shm verify: %s" % (mode, text))
 
 
+def two_requests(node, u):
+    """Re-posts claim u with two requests, each allocated 1 CPU of cpudevnuma000."""
+    import json
+    import urllib.request
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"namespace": "default", "name": "claim-" + u, "uid": u},
+            "spec": {"devices": {"requests": [{"name": n, "exactly": {"deviceClassName": "dra.cpu"}}
+                                              for n in ("a", "b")]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": n, "driver": "dra.cpu", "pool": "node-1", "device": "cpudevnuma000",
+                 "consumedCapacity": {"dra.cpu/cpu": "1"}} for n in ("a", "b")], "config": []}}}}
+    req = urllib.request.Request(node.api_url + "/_sim/resourceclaims", method="POST",
+                                 data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(req, timeout=5).read()
+
+
 def whole_cores(cpus):
     return all(sibling(c) in cpus for c in cpus)
 
@@ -69,6 +85,16 @@ def run(ctx):
     node.add_claim(uid(2), "cpudevnuma000", 2)
     assign(node, "numanode", [(uid(1), lambda c: len(c) == 4 and c <= NUMA[1]),
                               (uid(2), lambda c: len(c) == 2 and c <= NUMA[0])])
+    # One claim, two 1-CPU requests on one device (the reference's "two requests" case).
+    two = uid(11)
+    node.add_claim(two, "cpudevnuma000", 1)
+    two_requests(node, two)
+    check(node.prepare(two)[two]["error"] == "", "numanode: a claim with two 1-CPU requests prepared")
+    cpus = node.claim_cpus(two)
+    check(len(cpus) == 2 and cpus <= NUMA[0] and not cpus & (node.claim_cpus(uid(2)) | node.claim_cpus(uid(1))),
+          "numanode: its two requests got 2 distinct free CPUs of node 0: %s" % fmt(cpus))
+    r = node.create("excl-two", "sb-excl-two", claim_uids=[two])
+    check(r["ok"] and cpulist(r["cpus"]) == cpus, "numanode: its container pinned to both: %s" % r.get("cpus"))
     node.cleanup()
 
     node = ctx.node(config="cpuDeviceMode: grouped\ngroupBy: socket\n")

@@ -7,6 +7,7 @@
     restarting allowed (and the binding kept when the old one is removed);
   * forged and malformed DRA_CPUSET_ env refused with clear errors (garbage value, bad uid,
     a prepared claim's uid with other CPUs, an unprepared uid, the same claim twice);
+  * a per-claim policy.alignMemory: the container's cpuset.mems is the claim's NUMA node;
   * concurrent prepares from parallel kubelet-simulator processes, then a container on each:
     no overlap;
   * metrics of both agents (documented names; counts follow the prepares and creates);
@@ -151,17 +152,33 @@ def run(ctx):
     node.wait_for(lambda: node.containers()["shared1"]["cpus"] == pool, "shared1 to shrink to " + fmt(pool))
     check(node.shared_pool() == pool, "shared pool = all - claims = %s" % fmt(pool))
 
+    # --- alignMemory per claim: cpuset.mems = the claim's NUMA node ---------------------------
+    M = uid(0x200)
+    node.add_claim(M, "cpudevnuma001", 1, config=[{"source": "FromClaim", "requests": [], "opaque": {
+        "driver": "dra.cpu", "parameters": {"apiVersion": "v1alpha1", "policy": {"alignMemory": True}}}}])
+    check(node.prepare(M)[M]["error"] == "", "a claim with policy.alignMemory prepared")
+    cm = node.claim_cpus(M)
+    r = node.create("mem", "sb-mem", claim_uids=[M])
+    check(r["ok"] and cpulist(r["cpus"]) == cm and r.get("mems") == "1",
+          "its container gets CPUs %s and cpuset.mems 1 (NUMA node 1): %s" % (fmt(cm), r))
+    node.stop("mem")
+    node.remove("mem")
+    check(node.unprepare(M)[M]["error"] == "", "the alignMemory claim unprepared")
+    node.wait_for(lambda: node.containers()["shared1"]["cpus"] == pool and
+                  metric(node.metrics("nri"), "dracpu_nri_shared_pool_cpus") == len(pool),
+                  "the shared pool back to " + fmt(pool))
+
     # --- metrics -----------------------------------------------------------------------------
     dra1, nri1 = parse_metrics(node.metrics("dra")), parse_metrics(node.metrics("nri"))
     d = metric(dra1, "dra_cpu_prepare_claims_total", result="success") - \
         metric(dra0, "dra_cpu_prepare_claims_total", result="success")
-    check(d >= 8, "dra_cpu_prepare_claims_total{result=success} grew by %d (8 claims)" % d)
+    check(d >= 9, "dra_cpu_prepare_claims_total{result=success} grew by %d (9 claims)" % d)
     check(metric(dra1, "dra_cpu_resource_claims_active") == 8, "dra_cpu_resource_claims_active 8")
     check(metric(dra1, "dra_cpu_allocated_cpus") == len(allc), "dra_cpu_allocated_cpus %d" % len(allc))
     check(metric(dra1, "dra_cpu_available_cpus") == len(pool), "dra_cpu_available_cpus %d" % len(pool))
     d = metric(nri1, "dracpu_nri_requests_total", method="CreateContainer") - \
         metric(nri0, "dracpu_nri_requests_total", method="CreateContainer")
-    check(d >= 21, "dracpu_nri_requests_total{method=CreateContainer} grew by %d (21 creates, refused ones included)" % d)
+    check(d >= 22, "dracpu_nri_requests_total{method=CreateContainer} grew by %d (22 creates, refused ones included)" % d)
     check(metric(nri1, "dracpu_nri_containers", kind="exclusive") == 8,
           "dracpu_nri_containers{kind=exclusive} 8 (ca stopped-and-removed, ca-restart counted)")
     check(metric(nri1, "dracpu_nri_shared_pool_cpus") == len(pool), "dracpu_nri_shared_pool_cpus %d" % len(pool))

@@ -9,7 +9,10 @@ own writable copy of the Skylake-SP sysfs tree:
     gets every online CPU but not CPU 30 and a larger one is refused (before commit "dra-agent:
     never grant a CPU that went offline after start" the preparer handed out CPU 30);
   * CPU 30 comes back: capacity and health are restored;
-  * claims and containers prepared before the change keep their CPUs throughout.
+  * claims and containers prepared before the change keep their CPUs throughout;
+  * individual mode: the offline CPU's device is no longer published, Unhealthy in the health
+    stream, never granted, and every other device keeps its name and CPU (they used to be
+    renumbered, so names shifted to other CPUs while Prepare kept the start-up meaning).
 
 Usage: node_hotplug_e2e.py BUILD_DIR   (env DRACPU_SHARED_DIR). Exit 77 = skipped.
 """
@@ -97,7 +100,40 @@ def run(ctx):
           "claim A and its container still on %s" % fmt(ca))
     ok, text = node.shm_verify()
     check(ok, "dracpu-shm verify: %s" % text)
+    node.cleanup()
 
+    # Individual mode: the offline CPU's device is no longer published and the other devices keep
+    # their names (before commit "dra-agent: individual device names survive a CPU hotplug" the
+    # consecutive numbering shifted cpudev027.. to other CPUs while Prepare and the health stream
+    # kept the start-up names).
+    node = ctx.node(config="cpuDeviceMode: individual\n")
+    before = {n: d["attributes"]["dra.cpu/cpuID"]["int"] for n, d in node.devices().items()}
+    name = next(n for n, c in before.items() if c == CPU)
+    check(len(before) == 31, "individual: 31 devices, CPU %d is %s" % (CPU, name))
+    node.set_cpu_online(CPU, False)
+    node.wait_for(lambda: len(node.devices()) == 30, "individual: the slices republished with 30 devices",
+                  timeout=40)
+    after = {n: d["attributes"]["dra.cpu/cpuID"]["int"] for n, d in node.devices().items()}
+    check(name not in after and CPU not in after.values(),
+          "individual: %s (CPU %d) no longer published" % (name, CPU))
+    moved = {n: (before[n], c) for n, c in after.items() if before.get(n) != c}
+    check(not moved, "individual: every other device keeps its name and CPU (renamed: %s)" % moved)
+    h = node.wait_for(lambda: (lambda h: h if any(d["health"] == "Unhealthy" for d in h.values()) else None)(
+        health_of(node)), "individual: a device Unhealthy", timeout=30)
+    bad = sorted(n for n, d in h.items() if d["health"] == "Unhealthy")
+    check(bad == [name], "individual: the health stream reports %s Unhealthy: %s" % (name, h[name]["message"]))
+    D, E = uid(0xd), uid(0xe)
+    node.add_individual_claim(D, [name])
+    out = node.prepare(D)
+    check("offline" in out[D]["error"] and node.claim_cpus(D) is None,
+          "individual: a claim still allocated %s is refused: %s" % (name, out[D]["error"]))
+    nxt = sorted(after)[sorted(after).index("cpudev026") + 1]
+    node.add_individual_claim(E, [nxt])
+    out = node.prepare(E)
+    check(out[E]["error"] == "" and node.claim_cpus(E) == {after[nxt]},
+          "individual: a claim of %s (published as CPU %d) gets CPU %d" % (nxt, after[nxt], after[nxt]))
+    r = node.create("ce", "sb-e", claim_uids=[E])
+    check(r["ok"] and cpulist(r["cpus"]) == {after[nxt]}, "individual: its container pinned to it")
 
 if __name__ == "__main__":
     sys.exit(main(run, "node_hotplug_e2e"))
