@@ -165,6 +165,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
       LOG(ERROR) << "cannot rebuild the devices: " << catalog.status().ToString();
       return;
     }
+    KeepStartupDeviceNames(catalog_, *catalog);  // individual names must not shift to other CPUs
     publisher_->SetDesired(std::move(catalog).value());
   });
   watcher_thread_ = std::thread([this] { watcher_->Run(stop_threads_); });

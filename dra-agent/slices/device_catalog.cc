@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 namespace dracpu::dra {
@@ -149,6 +150,22 @@ void BuildIndividual(const CpuTopology& t, const CatalogOptions& o, int floor_ne
 }
 
 }  // namespace
+
+void KeepStartupDeviceNames(const DeviceCatalog& startup, DeviceCatalog& rebuilt) {
+  if (rebuilt.options.mode != CpuDeviceMode::kIndividual) return;
+  std::map<std::string, size_t> index;  // the start-up device's CPU list -> its position
+  for (size_t i = 0; i < startup.devices.size(); ++i) index[startup.devices[i].cpus.ToListString()] = i;
+  std::vector<std::pair<size_t, CatalogDevice>> kept;
+  for (CatalogDevice& d : rebuilt.devices) {
+    auto it = index.find(d.cpus.ToListString());
+    if (it == index.end()) continue;
+    d.name = startup.devices[it->second].name;
+    kept.emplace_back(it->second, std::move(d));
+  }
+  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  rebuilt.devices.clear();
+  for (auto& [i, d] : kept) rebuilt.devices.push_back(std::move(d));
+}
 
 std::string NumaDeviceName(int numa_node) { return Numbered("cpudevnuma", numa_node); }
 std::string SocketDeviceName(int socket) { return Numbered("cpudevsocket", socket); }

@@ -78,6 +78,14 @@ struct DeviceCatalog {
 // than minSharedCPUs), with the numbers.
 Result<DeviceCatalog> BuildDeviceCatalog(const CpuTopology& topology, const CatalogOptions& options);
 
+// After a topology change (CPU hotplug), in individual mode: gives every device of `rebuilt` the
+// name its CPU had in `startup`, drops the devices whose CPU had no start-up device, and keeps the
+// start-up order. Individual names are numbered consecutively, so a rebuilt catalog would shift
+// names to other CPUs while Prepare and the health stream (which keep the start-up catalog) and
+// claims already allocated still mean the start-up CPUs. Grouped names are by NUMA node or socket
+// id, hence stable: `rebuilt` is left unchanged in grouped mode.
+void KeepStartupDeviceNames(const DeviceCatalog& startup, DeviceCatalog& rebuilt);
+
 // "cpudevnuma000"-style names.
 std::string NumaDeviceName(int numa_node);
 std::string SocketDeviceName(int socket);

@@ -1,5 +1,7 @@
 #include "dra-agent/slices/device_catalog.h"
 
+#include <algorithm>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -107,6 +109,40 @@ TEST(DeviceCatalog, IndividualNumbersSiblingsAdjacently) {
   EXPECT_EQ(f->devices[1].cpus.ToListString(), "9");
   EXPECT_EQ(f->devices[13].cpus.ToListString(), "15");
   EXPECT_EQ(f->devices[14].cpus.ToListString(), "8");
+}
+
+// CPU hotplug in individual mode (found by tests/e2e/node_hotplug_e2e.py): the rebuilt catalog
+// renumbers, so names must be mapped back to the start-up ones.
+TEST(DeviceCatalog, KeepStartupDeviceNamesAfterACpuGoesAway) {
+  CatalogOptions o;
+  o.mode = CpuDeviceMode::kIndividual;
+  auto startup = BuildDeviceCatalog(kTwoSocket, o);
+  ASSERT_THAT(startup, IsOk());
+  CatalogOptions gone = o;
+  gone.reserved = CpuSet::ParseList("2").value();  // CPU 2 no longer allocatable, like offline
+  auto rebuilt = BuildDeviceCatalog(kTwoSocket, gone);
+  ASSERT_THAT(rebuilt, IsOk());
+  ASSERT_EQ(rebuilt->devices.size(), 14u);
+  EXPECT_EQ(rebuilt->devices[2].name, "cpudev002");
+  EXPECT_EQ(rebuilt->devices[2].cpus.ToListString(), "3");  // renumbered: cpudev002 was CPU 2
+  KeepStartupDeviceNames(*startup, *rebuilt);
+  ASSERT_EQ(rebuilt->devices.size(), 14u);
+  std::vector<std::string> names;
+  for (const CatalogDevice& d : rebuilt->devices) {
+    names.push_back(d.name);
+    const CatalogDevice* s = startup->Find(d.name);
+    ASSERT_NE(s, nullptr) << d.name;
+    EXPECT_EQ(s->cpus, d.cpus) << d.name;
+    EXPECT_FALSE(d.cpus.Contains(2));
+  }
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
+  EXPECT_EQ(startup->Find("cpudev002")->cpus.ToListString(), "2");
+  EXPECT_EQ(rebuilt->Find("cpudev002"), nullptr);
+  // Grouped names are stable: nothing to do.
+  auto grouped = BuildDeviceCatalog(kTwoSocket, CatalogOptions{});
+  auto grouped2 = BuildDeviceCatalog(kTwoSocket, CatalogOptions{});
+  KeepStartupDeviceNames(*grouped, *grouped2);
+  EXPECT_EQ(grouped2->devices.size(), grouped->devices.size());
 }
 
 TEST(DeviceCatalog, RefusesWhenTheFloorCannotBeMet) {

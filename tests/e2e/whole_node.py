@@ -17,11 +17,12 @@ only its stderr goes to runtime.log.
 
 API (a contract for later tests; keep it):
   WholeNode(build_dir, sysfs_root=None, machine=None, shared_dir=None, tmp_prefix="dracpu-node-",
-            node_name="node-1", log=print, runtime_args=MODERN_RUNTIME)
+            node_name="node-1", log=print, runtime_args=MODERN_RUNTIME, dra_agent_args=())
       sysfs_root: a directory holding sys/devices/system/cpu, used as is; machine: a
       <shared_dir>/sysfs-corpus name (shared_dir defaults to $DRACPU_SHARED_DIR), extracted.
       runtime_args: extra dracpu-runtime-sim flags (--runtime-name/-version, --nri-version,
       --apply-affinity); the default is a runtime whose NRI allows unsolicited updates.
+      dra_agent_args: extra dracpu-dra-agent flags (e.g. --config FILE, write_file() makes one).
   start()                      everything; returns once the dra-agent is registered and ready and
                                the nri-agent is the runtime's ready plugin
   start_dra_agent(), kill_dra_agent(sig=SIGKILL)   kill waits for the exit
@@ -37,6 +38,16 @@ API (a contract for later tests; keep it):
   wait_for(pred, what, timeout=20.0) -> pred's truthy value, or raises TimeoutError
   metrics(agent="dra"|"nri") -> str
   cleanup()                    idempotent; registered with atexit
+Added for the node_*_e2e suite (additive):
+  start_without_nri_agent()    apiserver, runtime and dra-agent only (start_nri_agent() later)
+  write_file(name, text) -> path under the temp dir
+  add_individual_claim(uid, devices, config=None, name=None, namespace="default")
+  restart_kubelet()            a new kubelet session: re-registers the dra-agent
+  kubelet_cli(*args, timeout=60) -> (rc, parsed JSON)   a one-shot dracpu-sim-kubelet process
+  health(n=1) -> [[{pool, device, health, message, timeoutSeconds}, ...], ...]   (kubelet_cli)
+  slices() -> [ResourceSlice]; devices() -> {name: device}; delete_slices() -> count deleted
+  set_cpu_online(cpu, online)  hotplug in the extracted (writable) machine tree: cpuN/online and
+                               the online/offline list files, as the kernel shows it
 Helpers: cpulist("0-3,8") -> {0,1,2,3,8}; fmt({0,1,2,3,8}) -> "0-3,8".
 """
 import atexit
@@ -83,7 +94,7 @@ def fmt(cpus):
 class WholeNode:
     def __init__(self, build_dir, sysfs_root=None, machine=None, shared_dir=None,
                  tmp_prefix="dracpu-node-", node_name="node-1", log=print,
-                 runtime_args=MODERN_RUNTIME):
+                 runtime_args=MODERN_RUNTIME, dra_agent_args=()):
         self.build = os.path.abspath(build_dir)
         self.node_name = node_name
         self.log = log
@@ -109,6 +120,7 @@ class WholeNode:
         self.nri_socket = os.path.join(self.tmp, "nri.sock")
         self.api_url = self.dra_http = self.nri_http = None
         self.runtime_args = list(runtime_args)
+        self.dra_agent_args = list(dra_agent_args)
         self._claims = {}  # uid -> "ns/name/uid"
 
     # --- processes ---------------------------------------------------------------------------
@@ -204,7 +216,8 @@ class WholeNode:
                                   "--kubeconfig", self.kubeconfig, "--node-name", self.node_name,
                                   "--sysfs-root", self.sysfs_root,
                                   "--kubelet-root-dir", self.kubelet_dir, "--cdi-root", self.cdi_dir,
-                                  "--shm-path", self.shm_path, "--bind-address", "127.0.0.1:0"])
+                                  "--shm-path", self.shm_path, "--bind-address", "127.0.0.1:0",
+                                  *self.dra_agent_args])
         self.dra_http = self._port_from_log("dra-agent", r"HTTP on port (\d+)", offset)
         self._start_kubelet()  # registers the (new) agent as the kubelet would
         self.wait_for(lambda: self._http_status(self.dra_http + "/readyz") == 200,
@@ -394,3 +407,101 @@ class WholeNode:
         base = {"dra": self.dra_http, "nri": self.nri_http}[agent]
         with urllib.request.urlopen(base + "/metrics", timeout=5) as r:
             return r.read().decode()
+
+    # --- added for the node_*_e2e suite ------------------------------------------------------
+
+    def start_without_nri_agent(self):
+        """The apiserver, the runtime and the dra-agent; the nri-agent is started later."""
+        self._start_apiserver()
+        self._start_runtime()
+        self.start_dra_agent()
+
+    def write_file(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def add_individual_claim(self, uid, devices, config=None, name=None, namespace="default"):
+        """A claim allocated individual-mode devices (one CPU each, no consumedCapacity)."""
+        name = name or "claim-" + uid
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"namespace": namespace, "name": name, "uid": uid},
+                "spec": {"devices": {"requests": [{"name": "cpus",
+                                                   "exactly": {"deviceClassName": DRIVER}}]}},
+                "status": {"allocation": {"devices": {
+                    "results": [{"request": "cpus", "driver": DRIVER, "pool": self.node_name,
+                                 "device": d} for d in devices],
+                    "config": config or []}}}}
+        req = urllib.request.Request(self.api_url + "/_sim/resourceclaims", method="POST",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=5).read()
+        self._claims[uid] = "%s/%s/%s" % (namespace, name, uid)
+
+    def restart_kubelet(self):
+        """A kubelet restart: a new session registers the (running) dra-agent again."""
+        self._start_kubelet()
+
+    def kubelet_cli(self, *args, timeout=60):
+        """One dracpu-sim-kubelet process (it registers first); (exit code, parsed stdout)."""
+        r = subprocess.run([self._bin("tests/sim/kubelet/dracpu-sim-kubelet"), "--registry-dir",
+                            os.path.join(self.kubelet_dir, "plugins_registry"), *args],
+                           capture_output=True, text=True, timeout=timeout)
+        try:
+            out = json.loads(r.stdout) if r.stdout.strip() else {}
+        except ValueError:
+            out = {"error": r.stdout + r.stderr}
+        return r.returncode, out
+
+    def health(self, n=1):
+        """The first n updates of the dra-agent's health stream (raises on a transport error)."""
+        rc, out = self.kubelet_cli("health", str(n), timeout=90)
+        if rc != 0:
+            raise RuntimeError("kubelet health: rc %d: %s" % (rc, out))
+        return out
+
+    def slices(self):
+        with urllib.request.urlopen(self.api_url + "/apis/resource.k8s.io/v1/resourceslices",
+                                    timeout=5) as r:
+            return [s for s in json.loads(r.read().decode())["items"]
+                    if s["spec"].get("nodeName") == self.node_name]
+
+    def devices(self):
+        return {d["name"]: d for s in self.slices() for d in s["spec"].get("devices", [])}
+
+    def delete_slices(self):
+        """Deletes this node's ResourceSlices one by one, as the kubelet does when it starts."""
+        n = 0
+        for s in self.slices():
+            req = urllib.request.Request(self.api_url + "/apis/resource.k8s.io/v1/resourceslices/" +
+                                         s["metadata"]["name"], method="DELETE")
+            try:
+                urllib.request.urlopen(req, timeout=5).read()
+                n += 1
+            except urllib.error.HTTPError as e:
+                if e.code != 404:
+                    raise
+        return n
+
+    def set_cpu_online(self, cpu, online):
+        """CPU hotplug in the machine tree, which must be this node's own writable copy (the
+        `machine=` extraction): cpuN/online, and the online and offline list files."""
+        if not self.sysfs_root.startswith(self.tmp + os.sep):
+            raise ValueError("set_cpu_online needs the node's own sysfs copy (machine=...)")
+        base = os.path.join(self.sysfs_root, "sys", "devices", "system", "cpu")
+
+        def rewrite(name, add, remove):
+            path = os.path.join(base, name)
+            cur = set()
+            if os.path.exists(path):
+                with open(path) as f:
+                    cur = cpulist(f.read())
+            with open(path + ".tmp", "w") as f:
+                f.write(fmt((cur | add) - remove) + "\n")
+            os.rename(path + ".tmp", path)
+
+        with open(os.path.join(base, "cpu%d" % cpu, "online"), "w") as f:
+            f.write("1\n" if online else "0\n")
+        rewrite("offline", set() if online else {cpu}, {cpu} if online else set())
+        rewrite("online", {cpu} if online else set(), set() if online else {cpu})
