@@ -48,6 +48,11 @@ def ncpus(k):
     return "1 CPU" if k == 1 else "%d CPUs" % k
 
 
+def numa_of(device):
+    """cpudevnuma001 -> "1" (the default grouping's device names)."""
+    return str(int(device[len("cpudevnuma"):])) if device.startswith("cpudevnuma") else "?"
+
+
 def own_children():
     me, out = os.getpid(), []
     for d in os.listdir("/proc"):
@@ -80,6 +85,8 @@ class Demo:
         self.sleepers = {}  # container id -> Popen of its `sleep` process
         self.pinning = False
         self.started = time.time()
+        self.done = False
+        self.stopping = False  # set once the clean-up is due: later signals are ignored
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -117,8 +124,8 @@ class Demo:
 
     def show_containers(self, indent="  "):
         rows = self.node.containers()
-        print((indent + "%-10s %-14s %-8s %-22s %s" % ("container", "pod", "state", "cpuset",
-                                                      "pid: Cpus_allowed_list" if self.pinning else "")).rstrip())
+        last = "pid: Cpus_allowed_list" if self.pinning else ""
+        print((indent + "%-10s %-14s %-8s %-22s %s" % ("container", "pod", "state", "cpuset", last)).rstrip())
         for cid, c in sorted(rows.items()):
             real = ""
             if self.pinning and c["pid"]:
@@ -239,16 +246,19 @@ class Demo:
         if size_a < 4:
             note("  (this node publishes only %d claimable CPU(s) on %s, so claim A asks for %d, not 4)"
                  % (cap[dev_a], dev_a, size_a))
-        n.add_claim(UID_A, dev_a, size_a, name="numa0-claim", namespace="demo")
+        # NUMA node 0 when it has CPUs (a recorded machine may have it offline).
+        claim_a, pod_a = "numa%s-claim" % numa_of(dev_a), "pod-numa%s" % numa_of(dev_a)
+        n.add_claim(UID_A, dev_a, size_a, name=claim_a, namespace="demo")
         out = n.prepare(UID_A)[UID_A]
         if out["error"]:
             raise RuntimeError("claim A: " + out["error"])
         env_a = self.cdi_env(UID_A)
         cpus_a = n.claim_cpus(UID_A)
-        print("claim A  demo/numa0-claim: %s of %s (NUMA node 0) -> CPUs %s" % (ncpus(size_a), dev_a, fmt(cpus_a)))
+        print("claim A  demo/%s: %s of %s (NUMA node %s) -> CPUs %s" % (claim_a, ncpus(size_a), dev_a,
+                                                                       numa_of(dev_a), fmt(cpus_a)))
         note("  CDI spec env for its container: " + env_a)
-        r = n.create("app-a", "pod-numa0", env=[env_a], pid=self.sleeper("app-a"))
-        print("pod-numa0/app-a created -> cpuset %s (%s)" % (r.get("cpus"), "pinned to claim A" if r.get("ok")
+        r = n.create("app-a", pod_a, env=[env_a], pid=self.sleeper("app-a"))
+        print(pod_a + "/app-a created -> cpuset %s (%s)" % (r.get("cpus"), "pinned to claim A" if r.get("ok")
                                                               and cpulist(r["cpus"]) == cpus_a else r))
         self.shared_wait("web", before - cpus_a, "the shared container to leave claim A's CPUs")
 
@@ -261,9 +271,9 @@ class Demo:
         deferred_b = dev_b is None
         if deferred_b:
             dev_b, size_b = dev_a, tpc
-        n.add_claim(UID_B, dev_b, size_b, config=[{"source": "FromClaim", "requests": [],
-                                                   "opaque": {"driver": "dra.cpu", "parameters": FULL_CORES}}],
-                    name="fullcore-claim", namespace="demo")
+        config = [{"source": "FromClaim", "requests": [],
+                   "opaque": {"driver": "dra.cpu", "parameters": FULL_CORES}}]
+        n.add_claim(UID_B, dev_b, size_b, config=config, name="fullcore-claim", namespace="demo")
         if deferred_b:
             print("claim B  demo/fullcore-claim: %s as whole cores (%d thread(s) per core) of %s"
                   % (ncpus(size_b), tpc, dev_b))
@@ -299,7 +309,8 @@ class Demo:
         cs_after = self.show_containers()
         print("containers %s" % ("unchanged" if cs_after == cs_before else "CHANGED (a bug)"))
         r = n.create("web2", "pod-web2", pid=self.sleeper("web2"))
-        print("a new container without claims after the restart -> cpuset %s (the shared pool)" % r.get("cpus"))
+        print("a new container without claims after the restart -> cpuset %s (the shared pool)"
+              % r.get("cpus"))
         n.kill_dra_agent(signal.SIGKILL)
         n.start_dra_agent()
         again = n.prepare(UID_A)[UID_A]
@@ -314,8 +325,8 @@ class Demo:
         n.remove("app-a")
         self.end_sleeper("app-a")
         out = n.unprepare(UID_A)[UID_A]
-        print("pod-numa0 deleted: app-a stopped and removed, claim A unprepared%s" %
-              ("" if not out["error"] else " (error: %s)" % out["error"]))
+        print("%s deleted: app-a stopped and removed, claim A unprepared%s" %
+              (pod_a, "" if not out["error"] else " (error: %s)" % out["error"]))
         grown = n.wait_for(lambda: (lambda p: p if p >= after | cpus_a else None)(n.shared_pool()),
                            "the shared pool to grow back", timeout=15)
         print("shared pool: %s (%s, +%d)" % (fmt(grown), ncpus(len(grown)), len(grown) - len(after)))
@@ -344,6 +355,7 @@ class Demo:
         print("dracpu-shm verify: %s" % ("ok" if ok else "FAILED: " + text))
         if not self.machine and len(online) < 8:
             note("For the full story on a bigger machine: make demo MACHINE=intel-skylake-sp-2s-ht-pci")
+        self.done = self.stopping = True  # from here a signal no longer interrupts anything
         say("Done in %.1f s; stopping everything and removing %s" % (time.time() - start, n.tmp))
         return 0 if ok and cs_after == cs_before else 1
 
@@ -354,14 +366,14 @@ class Demo:
             raise RuntimeError("claim B: " + out["error"])
         env_b = self.cdi_env(UID_B)
         cpus_b = n.claim_cpus(UID_B)
-        numa = dev_b[len("cpudevnuma"):].lstrip("0") or "0" if dev_b.startswith("cpudevnuma") else "?"
+        numa = numa_of(dev_b)
         print("claim B  demo/fullcore-claim: %s as whole cores (%d thread(s) per core) of %s (NUMA node %s)"
               " -> CPUs %s" % (ncpus(size_b), tpc, dev_b, numa, fmt(cpus_b)))
         note("  opaque config %s" % json.dumps(FULL_CORES))
         note("  CDI spec env for its container: " + env_b)
         r = n.create("app-b", "pod-fullcore", env=[env_b], pid=self.sleeper("app-b"))
-        print("pod-fullcore/app-b created -> cpuset %s (%s)" % (r.get("cpus"), "pinned to claim B" if r.get("ok")
-                                                                 and cpulist(r["cpus"]) == cpus_b else r))
+        pinned = r.get("ok") and cpulist(r["cpus"]) == cpus_b
+        print("pod-fullcore/app-b created -> cpuset %s (%s)" % (r.get("cpus"), "pinned to claim B" if pinned else r))
         for cid in ("web", "web2"):
             if cid in n.containers():
                 n.wait_for(lambda c=cid: not n.containers()[c]["cpus"] & cpus_b,
@@ -371,6 +383,10 @@ class Demo:
         for cid in list(self.sleepers):
             self.end_sleeper(cid)
         if self.node:
+            # The kubelet first, then the dra-agent: with the kubelet still connected the
+            # dra-agent's gRPC shutdown waits out its grace period (about 5 s) on SIGTERM.
+            if "dra-agent" in self.node.procs:
+                self.node.kill_dra_agent(signal.SIGTERM)
             self.node.cleanup()
         # A signal that lands between a fork and the Popen being recorded leaves a child nobody
         # tracks: end every remaining child of this process (ours by construction) by its pid.
@@ -393,6 +409,9 @@ def main():
                 shared)
 
     def on_term(signum, _frame):
+        if demo.stopping:
+            return
+        demo.stopping = True
         raise Interrupted(signal.Signals(signum).name)
     signal.signal(signal.SIGTERM, on_term)
     # Also when started with SIGINT ignored (a background job of a script): Ctrl-C must clean up.
@@ -403,6 +422,7 @@ def main():
         print("\ninterrupted (%s): stopping everything" % (e or "SIGINT"), flush=True)
         return 130
     except (RuntimeError, TimeoutError, OSError, subprocess.CalledProcessError) as e:
+        demo.stopping = True
         print("\ndemo failed: %s" % e, file=sys.stderr)
         if demo.node:
             for name in ("dra-agent", "nri-agent", "runtime"):
@@ -412,7 +432,10 @@ def main():
         # A second Ctrl-C or SIGTERM must not cut the clean-up short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        t = time.time()
         demo.cleanup()
+        if demo.done:
+            print("stopped and removed in %.1f s; %.1f s in all" % (time.time() - t, time.time() - demo.started))
 
 
 if __name__ == "__main__":
