@@ -22,6 +22,7 @@ MACHINE = "intel-skylake-sp-2s-ht-pci"
 KEY_LINES = [
     r"== 1\. The node: recorded machine intel-skylake-sp-2s-ht-pci",
     r"Real pinning: OFF",
+    r"Running as (root|uid \d+ \(not root\))",
     r"== 3\. ResourceSlices the scheduler sees",
     r"cpudevnuma000 +0 +0 +true +15 ",
     r"cpudevnuma001 +1 +1 +true +16 ",

@@ -186,18 +186,18 @@ class Demo:
         who = "root" if os.geteuid() == 0 else "uid %d (not root)" % os.geteuid()
         if real and online <= usable:
             self.pinning = True
-            note("Real pinning: ON. Running as %s. Each container gets a real process (a `sleep` child of\n"
-                 "the demo) that the runtime simulator pins with sched_setaffinity; that works unprivileged\n"
-                 "on one's own children. cgroup cpusets (which need root) are not written: the runtime\n"
-                 "simulator does not implement them." % who)
+            note("Running as %s. Real pinning: ON. Each container gets a real process (a `sleep` child\n"
+                 "of the demo) that the runtime simulator pins with sched_setaffinity, which needs no\n"
+                 "privilege for processes of one's own user. cgroup cpusets (which need root) are not\n"
+                 "written: the runtime simulator does not implement them." % who)
         elif real:
-            note("Real pinning: OFF. The node publishes CPUs %s but this process may only use %s, so\n"
-                 "no process is pinned; the cpusets shown are what the runtime simulator applied."
-                 % (fmt(online), fmt(usable)))
+            note("Running as %s. Real pinning: OFF. The node publishes CPUs %s but this process may\n"
+                 "only use %s, so no process is pinned; the cpusets shown are what the runtime\n"
+                 "simulator applied." % (who, fmt(online), fmt(usable)))
         else:
-            note("Real pinning: OFF. This is not this machine's sysfs: its CPUs (%s) are not the CPUs\n"
-                 "here (%s), so no process is pinned; the cpusets shown are what the runtime simulator\n"
-                 "applied. Running as %s." % (fmt(online), fmt(usable), who))
+            note("Running as %s. Real pinning: OFF. This is not this machine's sysfs: its CPUs (%s)\n"
+                 "are not the CPUs here (%s), so no process is pinned; the cpusets shown are what the\n"
+                 "runtime simulator applied." % (who, fmt(online), fmt(usable)))
 
         say("2. A whole node on private sockets under " + self.node.tmp)
         if self.pinning:
