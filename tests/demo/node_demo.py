@@ -1,247 +1,441 @@
 #!/usr/bin/env python3
-"""make demo: one node, run locally against simulators, telling what dracpu does.
+"""make demo: one whole dracpu node, run locally against simulators, telling what dracpu does.
 
-Everything runs on private sockets and paths under one temp dir (never the host's kubelet,
-runtime or /run/dracpu), and everything is stopped and removed at the end, also on Ctrl-C.
+Both real agents run (tests/e2e/whole_node.py starts them): the dra-agent behind the
+kube-apiserver and kubelet simulators, the nri-agent as the plugin of the container runtime
+simulator. Everything lives on private sockets and paths under one temp dir (never the host's
+kubelet, runtime or /run/dracpu) and everything is stopped and removed at the end, also on
+Ctrl-C (SIGINT) and SIGTERM.
 
-Usage: node_demo.py BUILD_DIR SYSFS_ROOT LABEL
+When the node is this machine (sysfs root "/") and every CPU it publishes is usable here, each
+container gets a real process (a `sleep` child of the demo) that the runtime simulator pins
+with sched_setaffinity (--apply-affinity); the demo shows its Cpus_allowed_list. On a recorded
+machine the CPUs are not this machine's, so the cpusets are shown as the runtime applied them
+and no process is pinned.
+
+Usage: node_demo.py BUILD_DIR (--sysfs-root DIR | --machine NAME)
+       env DRACPU_SHARED_DIR: ../shared (the sysfs corpus for --machine)
 """
+import ctypes
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
+import tarfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from whole_node import MODERN_RUNTIME, WholeNode, cpulist, fmt  # noqa: E402
+
 BOLD, DIM, END = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
+UID_A = "aaaaaaaa-0000-4000-8000-00000000000a"
+UID_B = "bbbbbbbb-0000-4000-8000-00000000000b"
+FULL_CORES = {"apiVersion": "v1alpha1", "policy": {"fullPCPUsOnly": True}}
+MIN_SHARED = 1  # the dra-agent's default minSharedCPUs (docs/claims.md)
 
 
 def say(title):
-    print("\n" + BOLD + "== " + title + END)
+    print("\n" + BOLD + "== " + title + END, flush=True)
 
 
 def note(text):
-    print(DIM + text + END)
+    print(DIM + text + END, flush=True)
 
 
-def cpulist(text):
-    out = set()
-    for part in filter(None, text.split(",")):
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
+def ncpus(k):
+    return "1 CPU" if k == 1 else "%d CPUs" % k
+
+
+def numa_of(device):
+    """cpudevnuma001 -> "1" (the default grouping's device names)."""
+    return str(int(device[len("cpudevnuma"):])) if device.startswith("cpudevnuma") else "?"
+
+
+def own_children():
+    me, out = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
     return out
 
 
-def fmt(cpus):
-    cpus = sorted(cpus)
-    out, i = [], 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        out.append(str(cpus[i]) if i == j else "%d-%d" % (cpus[i], cpus[j]))
-        i = j + 1
-    return ",".join(out)
+class Interrupted(Exception):
+    pass
+
+
+def _die_with_parent():
+    # The sleep children die with the demo even if it is SIGKILLed (PR_SET_PDEATHSIG = 1).
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
 
 
 class Demo:
-    def __init__(self, build, root, label):
-        self.build, self.root, self.label = build, root, label
-        self.tmp = tempfile.mkdtemp(prefix="dracpu-demo-", dir="/tmp")
-        self.procs = {}
-        self.kubelet = os.path.join(self.tmp, "kubelet")
-        self.cdi = os.path.join(self.tmp, "cdi")
-        self.shm = os.path.join(self.tmp, "run", "state.shm")
+    def __init__(self, build, sysfs_root, machine, shared):
+        self.build = os.path.abspath(build)
+        self.machine = machine
+        self.shared = shared
+        self.sysfs_root = sysfs_root
+        self.node = None
+        self.sleepers = {}  # container id -> Popen of its `sleep` process
+        self.pinning = False
+        self.started = time.time()
+        self.done = False
+        self.stopping = False  # set once the clean-up is due: later signals are ignored
+
+    # --- helpers -------------------------------------------------------------------------------
 
     def bin(self, rel):
         return os.path.join(self.build, rel)
 
-    def spawn(self, name, args, log=True):
-        out = open(os.path.join(self.tmp, name + ".log"), "a") if log else subprocess.DEVNULL
-        self.procs[name] = subprocess.Popen(args, stdout=out, stderr=out)
-        return self.procs[name]
+    def gatherinfo(self, fmt_):
+        return subprocess.run([self.bin("dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root",
+                               self.node.sysfs_root, "--format", fmt_],
+                              capture_output=True, text=True, check=True).stdout
 
-    def stop_all(self):
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+    def sleeper(self, cid):
+        if not self.pinning:
+            return 0
+        p = subprocess.Popen(["sleep", "600"], preexec_fn=_die_with_parent)
+        self.sleepers[cid] = p
+        return p.pid
 
-    def wait_log(self, name, pattern, timeout=20):
-        deadline = time.time() + timeout
-        path = os.path.join(self.tmp, name + ".log")
-        while time.time() < deadline:
-            if os.path.exists(path):
-                m = re.findall(pattern, open(path).read())
-                if m:
-                    return m[-1]
-            if self.procs[name].poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(name + " did not start; its log:\n" + open(path).read()[-3000:])
+    def end_sleeper(self, cid):
+        p = self.sleepers.pop(cid, None)
+        if p:
+            p.kill()
+            p.wait()
 
-    def kubelet_cmd(self, *args):
-        r = subprocess.run([self.bin("tests/sim/kubelet/dracpu-sim-kubelet"), "--registry-dir",
-                            os.path.join(self.kubelet, "plugins_registry"), *args],
-                           capture_output=True, text=True, timeout=60)
-        return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}
+    @staticmethod
+    def allowed(pid):
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                for line in f:
+                    if line.startswith("Cpus_allowed_list:"):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return "?"
 
-    def shm_dump(self, as_json=False):
-        args = [self.bin("shm-schema/dracpu-shm"), "dump", "--path", self.shm] + (["--json"] if as_json else [])
-        out = subprocess.run(args, capture_output=True, text=True).stdout
-        return json.loads(out) if as_json else out
+    def show_containers(self, indent="  "):
+        rows = self.node.containers()
+        last = "pid: Cpus_allowed_list" if self.pinning else ""
+        print((indent + "%-10s %-14s %-8s %-22s %s" % ("container", "pod", "state", "cpuset", last)).rstrip())
+        for cid, c in sorted(rows.items()):
+            real = ""
+            if self.pinning and c["pid"]:
+                allowed = self.allowed(c["pid"])
+                real = "%d: %s%s" % (c["pid"], allowed, "" if cpulist(allowed) == c["cpus"] else "  MISMATCH")
+            print((indent + "%-10s %-14s %-8s %-22s %s" % (cid, c["pod"], c["state"], fmt(c["cpus"]),
+                                                          real)).rstrip())
+        return rows
 
-    def start_agent(self):
-        self.spawn("dra-agent", [self.bin("dra-agent/dracpu-dra-agent"),
-                                 "--kubeconfig", os.path.join(self.tmp, "kubeconfig"), "--node-name", "demo-node",
-                                 "--sysfs-root", self.root, "--kubelet-root-dir", self.kubelet,
-                                 "--cdi-root", self.cdi, "--shm-path", self.shm, "--bind-address", "127.0.0.1:0"])
-        return self.wait_log("dra-agent", r"HTTP on port (\d+)")
+    def cdi_env(self, uid):
+        path = os.path.join(self.node.cdi_dir, "dra.k8s.io-cpu_claim-%s.json" % uid)
+        with open(path) as f:
+            return json.load(f)["devices"][0]["containerEdits"]["env"][0]
 
-    def post(self, path, obj):
-        req = urllib.request.Request(self.api + path, data=json.dumps(obj).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
-        urllib.request.urlopen(req, timeout=5).read()
+    def slices(self):
+        with urllib.request.urlopen(self.node.api_url + "/apis/resource.k8s.io/v1/resourceslices",
+                                    timeout=5) as r:
+            return json.loads(r.read())["items"]
 
-    def claim(self, name, uid, device, count, policy=None):
-        config = []
-        if policy:
-            config = [{"source": "FromClaim", "requests": [],
-                       "opaque": {"driver": "dra.cpu", "parameters": {"apiVersion": "v1alpha1", "policy": policy}}}]
-        self.post("/_sim/resourceclaims", {
-            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-            "metadata": {"namespace": "demo", "name": name, "uid": uid},
-            "status": {"allocation": {"devices": {
-                "results": [{"request": "cpus", "driver": "dra.cpu", "pool": "demo-node", "device": device,
-                             "consumedCapacity": {"dra.cpu/cpu": str(count)}}], "config": config}}}})
-        return "demo/%s/%s" % (name, uid)
+    def shared_wait(self, cid, want, what):
+        return self.node.wait_for(lambda: self.node.containers()[cid]["cpus"] == want, what, timeout=15)
 
-    def spec_cpus(self, uid):
-        path = os.path.join(self.cdi, "dra.k8s.io-cpu_claim-%s.json" % uid)
-        env = json.load(open(path))["devices"][0]["containerEdits"]["env"][0]
-        return env, cpulist(env.split("=", 1)[1])
-
-    def shared_pool(self):
-        d = self.shm_dump(as_json=True)
-        held = set()
-        for c in d["claims"]:
-            held |= cpulist(c["cpus"])
-        return cpulist(d["cpus"]["allocatable"]) - held
+    # --- the story -----------------------------------------------------------------------------
 
     def run(self):
-        start = time.time()
-        say("1. The node: " + self.label)
-        subprocess.run([self.bin("dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root", self.root,
-                        "--format", "summary"], check=True)
-        info = json.loads(subprocess.run([self.bin("dra-agent/dracpu-dra-agent"), "gatherinfo",
-                                          "--sysfs-root", self.root, "--format", "json"],
-                                         capture_output=True, text=True, check=True).stdout)["topology"]
-        tpc = info["threadsPerCore"]
+        start = self.started
+        if self.machine:
+            notes = ""
+            try:
+                with open(os.path.join(self.shared, "sysfs-corpus", self.machine, "source.json")) as f:
+                    notes = json.load(f).get("notes", "")
+            except (OSError, ValueError):
+                pass
+            notes = notes.split(";")[0].split(". ")[0].rstrip(".")
+            label = "recorded machine %s%s" % (self.machine, (" (" + notes + ")") if notes else "")
+        elif os.path.abspath(self.sysfs_root) == "/":
+            label = "this machine (/sys)"
+        else:
+            label = "the sysfs tree at " + self.sysfs_root
+        real = not self.machine and os.path.abspath(self.sysfs_root) == "/"
 
-        say("2. Simulators and the dra-agent")
-        api = subprocess.Popen([self.bin("tests/sim/apiserver/dracpu-sim-apiserver"), "--port", "0",
-                                "--kubeconfig-out", os.path.join(self.tmp, "kubeconfig"),
-                                "--node", "demo-node=uid-demo-node"], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-        self.procs["apiserver"] = api
-        self.api = api.stdout.readline().strip()
-        print("kube-apiserver simulator  " + self.api)
-        port = self.start_agent()
-        print("dracpu-dra-agent          metrics on http://127.0.0.1:%s/metrics, state in %s" % (port, self.shm))
-        rc, reg = self.kubelet_cmd("register")
-        print("kubelet simulator         registered %s, endpoint %s, speaking %s" %
-              (reg.get("name"), reg.get("endpoint"), reg.get("chosen")))
+        # WholeNode makes the temp dir at once; nothing runs yet. A recorded machine is extracted
+        # into it here, in-process (no tar child to orphan if Ctrl-C comes in the middle).
+        self.node = WholeNode(self.build, sysfs_root=self.sysfs_root or "/", shared_dir=self.shared,
+                              tmp_prefix="dracpu-demo-", node_name="demo-node", log=lambda _: None)
+        if self.machine:
+            tree = os.path.join(self.node.tmp, "root")
+            os.makedirs(tree)
+            with tarfile.open(os.path.join(self.shared, "sysfs-corpus", self.machine, "tree.tar.gz")) as tf:
+                tf.extractall(tree, **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))
+            self.node.sysfs_root = tree
+        say("1. The node: " + label)
+        print(self.gatherinfo("summary").rstrip())
+        info = json.loads(self.gatherinfo("json"))["topology"]
+        online = cpulist(info["online"])
+        tpc = info["threadsPerCore"]
+        usable = os.sched_getaffinity(0)
+        who = "root" if os.geteuid() == 0 else "uid %d (not root)" % os.geteuid()
+        if real and online <= usable:
+            self.pinning = True
+            note("Running as %s. Real pinning: ON. Each container gets a real process (a `sleep` child\n"
+                 "of the demo) that the runtime simulator pins with sched_setaffinity, which needs no\n"
+                 "privilege for processes of one's own user. cgroup cpusets (which need root) are not\n"
+                 "written: the runtime simulator does not implement them." % who)
+        elif real:
+            note("Running as %s. Real pinning: OFF. The node publishes CPUs %s but this process may\n"
+                 "only use %s, so no process is pinned; the cpusets shown are what the runtime\n"
+                 "simulator applied." % (who, fmt(online), fmt(usable)))
+        else:
+            note("Running as %s. Real pinning: OFF. This is not this machine's sysfs: its CPUs (%s)\n"
+                 "are not the CPUs here (%s), so no process is pinned; the cpusets shown are what the\n"
+                 "runtime simulator applied." % (who, fmt(online), fmt(usable)))
+
+        say("2. A whole node on private sockets under " + self.node.tmp)
+        if self.pinning:
+            self.node.runtime_args = list(MODERN_RUNTIME) + ["--apply-affinity"]
+        self.node.start()
+        n = self.node
+        print("kube-apiserver simulator  %s (the Node, ResourceClaims, ResourceSlices)" % n.api_url)
+        print("container runtime sim     NRI socket %s (containerd 2.2.0, NRI v0.12.1)" % n.nri_socket)
+        print("dracpu-dra-agent          %s/metrics; kubelet plugin under %s" % (n.dra_http, n.kubelet_dir))
+        print("dracpu-nri-agent          %s/metrics; the runtime's ready NRI plugin" % n.nri_http)
+        print("kubelet simulator         registered the dra-agent (plugin registration + DRA gRPC)")
+        print("shared memory segment     %s (written by the dra-agent, read by the nri-agent)" % n.shm_path)
 
         say("3. ResourceSlices the scheduler sees")
-        deadline = time.time() + 10
-        slices = []
-        while time.time() < deadline and not slices:
-            with urllib.request.urlopen(self.api + "/apis/resource.k8s.io/v1/resourceslices", timeout=5) as r:
-                slices = json.loads(r.read())["items"]
-            time.sleep(0.05)
+        slices = n.wait_for(self.slices, "ResourceSlices", timeout=10)
+        numa_cpus = {nd["id"]: cpulist(nd["cpus"]) for nd in info["numaNodes"]}
+        cap = {}
+        print("  %-14s %-5s %-7s %-6s %-12s %-14s %s" % ("device", "NUMA", "socket", "SMT", "dra.cpu/cpu",
+                                                        "requestPolicy", "CPUs of the group"))
         for sl in slices:
-            spec = sl["spec"]
-            print("%s  pool %s generation %d, %d device(s)" % (sl["metadata"]["name"], spec["pool"]["name"],
-                                                             spec["pool"]["generation"], len(spec["devices"])))
-            for d in spec["devices"]:
-                cap = d.get("capacity", {}).get("dra.cpu/cpu", {})
-                attrs = ", ".join("%s=%s" % (k.split("/")[-1], list(v.values())[0]) for k, v in sorted(d["attributes"].items())
-                                  if k in ("resource.kubernetes.io/numaNode", "dra.cpu/socketID", "dra.cpu/smtEnabled"))
-                print("  %-14s dra.cpu/cpu=%s (requestPolicy %s)  %s" % (d["name"], cap.get("value", "-"),
-                                                                     json.dumps(cap.get("requestPolicy", {})), attrs))
-        note("  (one CPU of the first device is kept out for the shared pool: minSharedCPUs=1)")
+            for d in sl["spec"]["devices"]:
+                attrs = {k.split("/")[-1]: list(v.values())[0] for k, v in d.get("attributes", {}).items()}
+                c = d.get("capacity", {}).get("dra.cpu/cpu", {})
+                cap[d["name"]] = int(c.get("value", "0"))
+                pol = c.get("requestPolicy", {}).get("validRange", {})
+                numa = attrs.get("numaNode", "-")
+                print("  %-14s %-5s %-7s %-6s %-12s %-14s %s" % (
+                    d["name"], numa, attrs.get("socketID", "-"), str(attrs.get("smtEnabled", "-")).lower(),
+                    c.get("value", "-"), "min %s step %s" % (pol.get("min", "-"), pol.get("step", "-")),
+                    fmt(numa_cpus.get(numa, set()))))
+        note("  (%d slice(s), pool %s; minSharedCPUs=%d: that many CPUs are kept out of the first\n"
+             "   device's capacity so the shared pool can never be claimed empty)"
+             % (len(slices), slices[0]["spec"]["pool"]["name"], MIN_SHARED))
 
-        nodes = [n for n in info["numaNodes"] if n["cpus"]]
-        first, last = nodes[0], nodes[-1]
-        n_first = len(cpulist(first["cpus"]))
-        small = max(1, min(4, n_first - 2))
-        say("4. Shared pool before any claim")
-        before = self.shared_pool()
-        print("shared pool: %s (%d CPUs)" % (fmt(before), len(before)))
+        say("4. The shared pool before any claim, and a container without claims")
+        before = n.shared_pool()
+        print("shared pool: %s (%s)" % (fmt(before), ncpus(len(before))))
+        r = n.create("web", "pod-web", pid=self.sleeper("web"))
+        print("pod-web/web created (no claim) -> cpuset %s" % r.get("cpus"))
+        self.show_containers()
 
-        say("5. Two claims prepared through the kubelet")
-        uid_a = "aaaaaaaa-0000-4000-8000-00000000000a"
-        uid_b = "bbbbbbbb-0000-4000-8000-00000000000b"
-        ref_a = self.claim("numa0-claim", uid_a, "cpudevnuma%03d" % first["id"], small)
-        rc, out = self.kubelet_cmd("prepare", ref_a)
-        env, cpus_a = self.spec_cpus(uid_a)
-        print("claim numa0-claim: %d CPUs on NUMA node %d -> CPUs %s" % (small, first["id"], fmt(cpus_a)))
-        note("  CDI env injected into its container: " + env)
-        full = tpc * 2
-        ref_b = self.claim("fullcore-claim", uid_b, "cpudevnuma%03d" % last["id"], full, {"fullPCPUsOnly": True})
-        rc, out = self.kubelet_cmd("prepare", ref_b)
-        if out.get(uid_b, {}).get("error"):
-            print("claim fullcore-claim refused: " + out[uid_b]["error"])
+        say("5. Two pods with claims, prepared through the kubelet, created through the runtime")
+        devs = sorted(cap)
+        dev_a = "cpudevnuma000" if "cpudevnuma000" in cap else devs[0]
+        size_a = min(4, cap[dev_a])
+        if size_a < 4:
+            note("  (this node publishes only %d claimable CPU(s) on %s, so claim A asks for %d, not 4)"
+                 % (cap[dev_a], dev_a, size_a))
+        # NUMA node 0 when it has CPUs (a recorded machine may have it offline).
+        claim_a, pod_a = "numa%s-claim" % numa_of(dev_a), "pod-numa%s" % numa_of(dev_a)
+        n.add_claim(UID_A, dev_a, size_a, name=claim_a, namespace="demo")
+        out = n.prepare(UID_A)[UID_A]
+        if out["error"]:
+            raise RuntimeError("claim A: " + out["error"])
+        env_a = self.cdi_env(UID_A)
+        cpus_a = n.claim_cpus(UID_A)
+        print("claim A  demo/%s: %s of %s (NUMA node %s) -> CPUs %s" % (claim_a, ncpus(size_a), dev_a,
+                                                                       numa_of(dev_a), fmt(cpus_a)))
+        note("  CDI spec env for its container: " + env_a)
+        r = n.create("app-a", pod_a, env=[env_a], pid=self.sleeper("app-a"))
+        print(pod_a + "/app-a created -> cpuset %s (%s)" % (r.get("cpus"), "pinned to claim A" if r.get("ok")
+                                                              and cpulist(r["cpus"]) == cpus_a else r))
+        self.shared_wait("web", before - cpus_a, "the shared container to leave claim A's CPUs")
+
+        # Claim B: whole cores. Prefer another NUMA node; size it to what is left.
+        left = {d: cap[d] - (size_a if d == dev_a else 0) for d in devs}
+        dev_b = next((d for d in reversed(devs) if left[d] >= tpc), None)
+        size_b = 0
+        if dev_b:
+            size_b = tpc * 2 if left[dev_b] >= tpc * 2 else tpc
+        deferred_b = dev_b is None
+        if deferred_b:
+            dev_b, size_b = dev_a, tpc
+        config = [{"source": "FromClaim", "requests": [],
+                   "opaque": {"driver": "dra.cpu", "parameters": FULL_CORES}}]
+        n.add_claim(UID_B, dev_b, size_b, config=config, name="fullcore-claim", namespace="demo")
+        if deferred_b:
+            print("claim B  demo/fullcore-claim: %s as whole cores (%d thread(s) per core) of %s"
+                  % (ncpus(size_b), tpc, dev_b))
+            note("  opaque config %s" % json.dumps(FULL_CORES))
+            print("  but nothing is left:")
+            print("  %d online CPUs - minSharedCPUs %d - claim A %d = 0. A real scheduler keeps pod-fullcore"
+                  % (len(online), MIN_SHARED, size_a))
+            out = n.prepare(UID_B)[UID_B]
+            print("  pending; asked anyway, the dra-agent %s" % (
+                "refuses: " + out["error"] if out["error"] else "prepared it (unexpected)"))
+            if not out["error"]:
+                raise RuntimeError("claim B prepared beyond the node's capacity")
+            note("  claim B is prepared below, once claim A is released.")
         else:
-            env, cpus_b = self.spec_cpus(uid_b)
-            print("claim fullcore-claim: %d CPUs as whole cores (policy fullPCPUsOnly) on NUMA node %d -> CPUs %s"
-                  % (full, last["id"], fmt(cpus_b)))
-        after = self.shared_pool()
-        print("shared pool now: %s (%d CPUs)" % (fmt(after), len(after)))
+            self.prepare_b(dev_b, size_b, tpc)
+
+        after = n.shared_pool()
+        print("shared pool now: %s (%s, was %d); the shared container shrank with it:"
+              % (fmt(after), ncpus(len(after)), len(before)))
+        self.show_containers()
 
         say("6. dracpu-shm dump: the live state both agents share")
-        print(self.shm_dump())
+        print(subprocess.run([self.bin("shm-schema/dracpu-shm"), "dump", "--path", n.shm_path],
+                             capture_output=True, text=True).stdout.rstrip())
 
-        say("7. SIGKILL the dra-agent, restart it: nothing lost")
-        self.procs["dra-agent"].kill()
-        self.procs["dra-agent"].wait()
-        print("dra-agent killed (SIGKILL)")
-        self.start_agent()
-        self.kubelet_cmd("register")
-        rc, out = self.kubelet_cmd("prepare", ref_a)
-        _, again = self.spec_cpus(uid_a)
-        print("restarted; kubelet retries Prepare of numa0-claim -> CPUs %s (%s)" %
-              (fmt(again), "unchanged" if again == cpus_a else "CHANGED"))
-        verify = subprocess.run([self.bin("shm-schema/dracpu-shm"), "verify", "--path", self.shm],
-                                capture_output=True, text=True)
-        print("dracpu-shm verify: " + (verify.stdout.strip() or verify.stderr.strip()))
+        say("7. SIGKILL the nri-agent, restart it: state intact")
+        cs_before = n.containers()
+        n.kill_nri_agent(signal.SIGKILL)
+        print("nri-agent killed (SIGKILL); the runtime keeps its containers running")
+        t = time.time()
+        n.start_nri_agent()
+        print("nri-agent restarted and synchronized in %.2f s; containers:" % (time.time() - t))
+        cs_after = self.show_containers()
+        print("containers %s" % ("unchanged" if cs_after == cs_before else "CHANGED (a bug)"))
+        r = n.create("web2", "pod-web2", pid=self.sleeper("web2"))
+        print("a new container without claims after the restart -> cpuset %s (the shared pool)"
+              % r.get("cpus"))
+        n.kill_dra_agent(signal.SIGKILL)
+        n.start_dra_agent()
+        again = n.prepare(UID_A)[UID_A]
+        print("the dra-agent too: SIGKILL, restart, the kubelet retries Prepare of claim A -> CPUs %s (%s)"
+              % (fmt(n.claim_cpus(UID_A)), "unchanged" if not again["error"] and n.claim_cpus(UID_A) == cpus_a
+                 else "CHANGED: " + again["error"]))
+        ok, text = n.shm_verify()
+        print("dracpu-shm verify: " + (text.splitlines()[-1] if text else ("ok" if ok else "FAILED")))
 
-        say("8. Release a claim: the shared pool grows back")
-        rc, out = self.kubelet_cmd("unprepare", ref_a)
-        grown = self.shared_pool()
-        print("numa0-claim unprepared; shared pool: %s (%d CPUs, +%d)" % (fmt(grown), len(grown), len(grown) - len(after)))
-        self.kubelet_cmd("unprepare", ref_b)
+        say("8. Release claim A: the shared pool grows back")
+        n.stop("app-a")
+        n.remove("app-a")
+        self.end_sleeper("app-a")
+        out = n.unprepare(UID_A)[UID_A]
+        print("%s deleted: app-a stopped and removed, claim A unprepared%s" %
+              (pod_a, "" if not out["error"] else " (error: %s)" % out["error"]))
+        grown = n.wait_for(lambda: (lambda p: p if p >= after | cpus_a else None)(n.shared_pool()),
+                           "the shared pool to grow back", timeout=15)
+        print("shared pool: %s (%s, +%d)" % (fmt(grown), ncpus(len(grown)), len(grown) - len(after)))
+        self.shared_wait("web", grown, "the shared container to widen")
+        self.shared_wait("web2", grown, "the second shared container to widen")
+        print("the running shared containers were widened (unsolicited NRI updates, NRI >= v0.12.1):")
+        self.show_containers()
+        if deferred_b:
+            say("9. Now claim B fits: whole cores")
+            self.prepare_b(dev_b, size_b, tpc)
+            pool = n.shared_pool()
+            print("shared pool: %s (%s)" % (fmt(pool), ncpus(len(pool))))
+            self.show_containers()
+        n.stop("app-b")
+        n.remove("app-b")
+        self.end_sleeper("app-b")
+        out = n.unprepare(UID_B)[UID_B]
+        print("\npod-fullcore deleted too%s" % ("" if not out["error"] else " (error: %s)" % out["error"]))
+        final = n.wait_for(lambda: (lambda p: p if p == before else None)(n.shared_pool()),
+                           "the shared pool to be whole again", timeout=15)
+        self.shared_wait("web", final, "the shared container to widen")
+        self.shared_wait("web2", final, "the second shared container to widen")
+        print("shared pool: %s (%s), as before any claim; web and web2 run on all of it" %
+              (fmt(final), ncpus(len(final))))
+        ok, text = n.shm_verify()
+        print("dracpu-shm verify: %s" % ("ok" if ok else "FAILED: " + text))
+        if not self.machine and len(online) < 8:
+            note("For the full story on a bigger machine: make demo MACHINE=intel-skylake-sp-2s-ht-pci")
+        self.done = self.stopping = True  # from here a signal no longer interrupts anything
+        say("Done in %.1f s; stopping everything and removing %s" % (time.time() - start, n.tmp))
+        return 0 if ok and cs_after == cs_before else 1
 
-        say("Done in %.1f s; stopping everything and removing %s" % (time.time() - start, self.tmp))
-        return 0
+    def prepare_b(self, dev_b, size_b, tpc):
+        n = self.node
+        out = n.prepare(UID_B)[UID_B]
+        if out["error"]:
+            raise RuntimeError("claim B: " + out["error"])
+        env_b = self.cdi_env(UID_B)
+        cpus_b = n.claim_cpus(UID_B)
+        numa = numa_of(dev_b)
+        print("claim B  demo/fullcore-claim: %s as whole cores (%d thread(s) per core) of %s (NUMA node %s)"
+              " -> CPUs %s" % (ncpus(size_b), tpc, dev_b, numa, fmt(cpus_b)))
+        note("  opaque config %s" % json.dumps(FULL_CORES))
+        note("  CDI spec env for its container: " + env_b)
+        r = n.create("app-b", "pod-fullcore", env=[env_b], pid=self.sleeper("app-b"))
+        pinned = r.get("ok") and cpulist(r["cpus"]) == cpus_b
+        print("pod-fullcore/app-b created -> cpuset %s (%s)" % (r.get("cpus"), "pinned to claim B" if pinned else r))
+        for cid in ("web", "web2"):
+            if cid in n.containers():
+                n.wait_for(lambda c=cid: not n.containers()[c]["cpus"] & cpus_b,
+                           "%s to leave claim B's CPUs" % cid, timeout=15)
+
+    def cleanup(self):
+        for cid in list(self.sleepers):
+            self.end_sleeper(cid)
+        if self.node:
+            # The kubelet first, then the dra-agent: with the kubelet still connected the
+            # dra-agent's gRPC shutdown waits out its grace period (about 5 s) on SIGTERM.
+            if "dra-agent" in self.node.procs:
+                self.node.kill_dra_agent(signal.SIGTERM)
+            self.node.cleanup()
+        # A signal that lands between a fork and the Popen being recorded leaves a child nobody
+        # tracks: end every remaining child of this process (ours by construction) by its pid.
+        for pid in own_children():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
 
 
 def main():
-    build, root, label = sys.argv[1], sys.argv[2], sys.argv[3]
-    demo = Demo(build, root, label)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
+    args = sys.argv[1:]
+    if len(args) != 3 or args[1] not in ("--sysfs-root", "--machine"):
+        print(__doc__.split("Usage:")[1].strip(), file=sys.stderr)
+        return 2
+    build, kind, value = args
+    shared = os.environ.get("DRACPU_SHARED_DIR", "")
+    demo = Demo(build, value if kind == "--sysfs-root" else None, value if kind == "--machine" else None,
+                shared)
+
+    def on_term(signum, _frame):
+        if demo.stopping:
+            return
+        demo.stopping = True
+        raise Interrupted(signal.Signals(signum).name)
+    signal.signal(signal.SIGTERM, on_term)
+    # Also when started with SIGINT ignored (a background job of a script): Ctrl-C must clean up.
+    signal.signal(signal.SIGINT, on_term)
     try:
         return demo.run()
-    except KeyboardInterrupt:
-        print("\ninterrupted")
+    except (KeyboardInterrupt, Interrupted) as e:
+        print("\ninterrupted (%s): stopping everything" % (e or "SIGINT"), flush=True)
         return 130
+    except (RuntimeError, TimeoutError, OSError, subprocess.CalledProcessError) as e:
+        demo.stopping = True
+        print("\ndemo failed: %s" % e, file=sys.stderr)
+        if demo.node:
+            for name in ("dra-agent", "nri-agent", "runtime"):
+                print("--- %s log ---\n%s" % (name, demo.node._log_tail(name, 1500)), file=sys.stderr)
+        return 1
     finally:
-        demo.stop_all()
+        # A second Ctrl-C or SIGTERM must not cut the clean-up short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        t = time.time()
+        demo.cleanup()
+        if demo.done:
+            print("stopped and removed in %.1f s; %.1f s in all" % (time.time() - t, time.time() - demo.started))
 
 
 if __name__ == "__main__":
