@@ -9,7 +9,10 @@ Ctrl-C (SIGINT) and SIGTERM.
 
 When the node is this machine (sysfs root "/") and every CPU it publishes is usable here, each
 container gets a real process (a `sleep` child of the demo) that the runtime simulator pins
-with sched_setaffinity (--apply-affinity); the demo shows its Cpus_allowed_list. On a recorded
+with sched_setaffinity (--apply-affinity) and, as root on a cgroup v1 cpuset hierarchy, also
+puts it in a cgroup cpuset of its own as runc would (--cgroup-parent, under a
+dracpu-demo-<pid> group the demo makes and removes); the demo shows its Cpus_allowed_list
+and its cgroup. On a recorded
 machine the CPUs are not this machine's, so the cpusets are shown as the runtime applied them
 and no process is pinned.
 
@@ -28,6 +31,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from whole_node import MODERN_RUNTIME, WholeNode, cpulist, fmt  # noqa: E402
+
+CPUSET_ROOT = "/sys/fs/cgroup/cpuset"  # a cgroup v1 cpuset hierarchy
 
 BOLD, DIM, END = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")
 UID_A = "aaaaaaaa-0000-4000-8000-00000000000a"
@@ -84,6 +89,8 @@ class Demo:
         self.node = None
         self.sleepers = {}  # container id -> Popen of its `sleep` process
         self.pinning = False
+        self.cgroup_parent = None  # where the runtime simulator makes container cgroups
+        self.cgroup_made = None    # the group the demo made (removed at clean-up)
         self.started = time.time()
         self.done = False
         self.stopping = False  # set once the clean-up is due: later signals are ignored
@@ -111,6 +118,33 @@ class Demo:
             p.kill()
             p.wait()
 
+    def make_cgroup_parent(self):
+        """A cpuset cgroup for the demo's containers (root, cgroup v1), or None."""
+        if os.geteuid() != 0 or not os.access(os.path.join(CPUSET_ROOT, "cpuset.cpus"), os.W_OK):
+            return None
+        parent = os.path.join(CPUSET_ROOT, "dracpu-demo-%d" % os.getpid())
+        try:
+            os.mkdir(parent)
+            self.cgroup_made = parent
+            # A new v1 cpuset group starts empty: give it the root's CPUs and memory nodes.
+            for name in ("cpuset.cpus", "cpuset.mems"):
+                with open(os.path.join(CPUSET_ROOT, name)) as src, open(os.path.join(parent, name), "w") as dst:
+                    dst.write(src.read().strip())
+        except OSError as e:
+            note("Cannot make a cpuset cgroup under %s (%s): no cgroup cpusets." % (CPUSET_ROOT, e))
+            return None
+        return parent
+
+    @staticmethod
+    def cgroup_of(pid):
+        try:
+            with open("/proc/%d/cpuset" % pid) as f:
+                path = f.read().strip()
+            with open(CPUSET_ROOT + path + "/cpuset.cpus") as f:
+                return "%s=%s" % (os.path.basename(path), f.read().strip())
+        except OSError:
+            return "?"
+
     @staticmethod
     def allowed(pid):
         try:
@@ -131,6 +165,8 @@ class Demo:
             if self.pinning and c["pid"]:
                 allowed = self.allowed(c["pid"])
                 real = "%d: %s%s" % (c["pid"], allowed, "" if cpulist(allowed) == c["cpus"] else "  MISMATCH")
+                if self.cgroup_parent:
+                    real += "  (cgroup %s)" % self.cgroup_of(c["pid"])
             print((indent + "%-10s %-14s %-8s %-22s %s" % (cid, c["pod"], c["state"], fmt(c["cpus"]),
                                                           real)).rstrip())
         return rows
@@ -186,10 +222,16 @@ class Demo:
         who = "root" if os.geteuid() == 0 else "uid %d (not root)" % os.geteuid()
         if real and online <= usable:
             self.pinning = True
+            self.cgroup_parent = self.make_cgroup_parent()
             note("Running as %s. Real pinning: ON. Each container gets a real process (a `sleep` child\n"
                  "of the demo) that the runtime simulator pins with sched_setaffinity, which needs no\n"
-                 "privilege for processes of one's own user. cgroup cpusets (which need root) are not\n"
-                 "written: the runtime simulator does not implement them." % who)
+                 "privilege for processes of one's own user." % who)
+            if self.cgroup_parent:
+                note("As root, the runtime simulator also gives each container a cgroup cpuset of its\n"
+                     "own under %s, as runc does for containerd." % self.cgroup_parent)
+            else:
+                note("No cgroup cpusets: they need root and a writable cgroup v1 cpuset hierarchy at\n"
+                     "%s." % CPUSET_ROOT)
         elif real:
             note("Running as %s. Real pinning: OFF. The node publishes CPUs %s but this process may\n"
                  "only use %s, so no process is pinned; the cpusets shown are what the runtime\n"
@@ -202,6 +244,8 @@ class Demo:
         say("2. A whole node on private sockets under " + self.node.tmp)
         if self.pinning:
             self.node.runtime_args = list(MODERN_RUNTIME) + ["--apply-affinity"]
+            if self.cgroup_parent:
+                self.node.runtime_args += ["--cgroup-parent", self.cgroup_parent]
         self.node.start()
         n = self.node
         print("kube-apiserver simulator  %s (the Node, ResourceClaims, ResourceSlices)" % n.api_url)
@@ -388,6 +432,12 @@ class Demo:
             if "dra-agent" in self.node.procs:
                 self.node.kill_dra_agent(signal.SIGTERM)
             self.node.cleanup()
+        if self.cgroup_made:
+            # The simulator removed its per-container groups on exit; now the demo's own.
+            try:
+                os.rmdir(self.cgroup_made)
+            except OSError as e:
+                print("warning: cannot remove %s: %s" % (self.cgroup_made, e))
         # A signal that lands between a fork and the Popen being recorded leaves a child nobody
         # tracks: end every remaining child of this process (ours by construction) by its pid.
         for pid in own_children():
