@@ -43,6 +43,7 @@ CpuSet ComputeSharedPool(const TopologySummary& topology, const ConfigSummary& c
   CpuSet pool = topology.allocatable;
   if ((config.flags & kConfigStrictCpuReservation) == 0) pool |= topology.reserved;
   for (const auto& c : claims) pool -= c.cpus;
+  if (!topology.online.Empty()) pool &= topology.online;
   return pool;
 }
 

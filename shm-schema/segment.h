@@ -303,7 +303,9 @@ class WriteTransaction {
 };
 
 // The shared pool the tables imply: allocatable minus every claim's CPUs (plus the reserved CPUs
-// when the config's kConfigStrictCpuReservation is off, as in ARCHITECTURE.md).
+// when the config's kConfigStrictCpuReservation is off, as in ARCHITECTURE.md), and only CPUs
+// that are online now: the dra-agent rewrites `online` when CPUs go offline after start-up,
+// while `allocatable` keeps its start-up value (claims holding an offline CPU keep it).
 CpuSet ComputeSharedPool(const TopologySummary& topology, const ConfigSummary& config,
                          const std::vector<ClaimEntry>& claims);
 

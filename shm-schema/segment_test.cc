@@ -497,6 +497,9 @@ TEST(SharedPoolTest, AllocatableMinusClaimsAndReservedUnlessStrict) {
   EXPECT_EQ(ComputeSharedPool(topo, config, claims), (CpuSet{0, 1, 4, 6, 7}));
   config.flags = kConfigStrictCpuReservation;
   EXPECT_EQ(ComputeSharedPool(topo, config, claims), (CpuSet{1, 4, 6, 7}));
+  // CPU 6 went offline after start-up: never in the pool, while allocatable stays as it was.
+  topo.online = CpuSet{0, 1, 2, 3, 4, 5, 7};
+  EXPECT_EQ(ComputeSharedPool(topo, config, claims), (CpuSet{1, 4, 7}));
 }
 
 }  // namespace

@@ -57,6 +57,15 @@ Result<std::unique_ptr<DraAgent>> DraAgent::Start(const AgentConfig& config, std
   return agent;
 }
 
+Status DraAgent::PublishOnlineCpus(const CpuSet& online) {
+  ASSIGN_OR_RETURN(shm::WriteTransaction txn, segment_->Begin());
+  shm::TopologySummary t = txn.topology();
+  t.online = online;
+  RETURN_IF_ERROR(txn.SetTopology(t));
+  txn.Commit();
+  return Status::Ok();
+}
+
 Status DraAgent::StartParts(const AgentConfig& config, const std::string& version) {
   // 1. The node's CPUs.
   ASSIGN_OR_RETURN(sysfs_, NewPosixFileSystem(config.sysfs_root));
@@ -160,6 +169,10 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   publisher_thread_ = std::thread([this] { publisher_->Run(stop_threads_); });
   watcher_ = std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
     LOG(WARNING) << "CPUs online changed to " << t.online.ToListString() << "; republishing ResourceSlices";
+    // The nri-agent's shared pool follows `online` in shared memory (ComputeSharedPool).
+    if (Status s = PublishOnlineCpus(t.online); !s.ok()) {
+      LOG(ERROR) << "cannot record the online CPUs in shared memory: " << s.ToString();
+    }
     auto catalog = BuildDeviceCatalog(t, catalog_options_);
     if (!catalog.ok()) {
       LOG(ERROR) << "cannot rebuild the devices: " << catalog.status().ToString();

@@ -62,6 +62,8 @@ class DraAgent {
  private:
   DraAgent() = default;
   Status StartParts(const AgentConfig& config, const std::string& version);
+  // Rewrites the segment's topology.online after a CPU hotplug (allocatable stays).
+  Status PublishOnlineCpus(const CpuSet& online);
   HttpResponse Metrics();
   HttpResponse Readyz();
 

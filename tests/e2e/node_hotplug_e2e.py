@@ -71,10 +71,9 @@ def run(ctx):
           "claim A and its container keep %s" % fmt(ca))
     r = node.create("shared-offline", "sb-shared-offline")
     check(r["ok"], "a shared container created while CPU %d is offline" % CPU)
-    # Not a failure: the nri-agent's pool comes from shared memory (the dra-agent's start-up
-    # allocatable CPUs), so it still names the offline CPU; cgroup v2 accepts that (the effective
-    # cpuset excludes it). Printed so a change is visible.
-    print("note: shared container's cpuset while CPU %d is offline: %s" % (CPU, r["cpus"]))
+    # The dra-agent records the online CPUs in shared memory, and the nri-agent's pool follows.
+    check(CPU not in cpulist(r["cpus"]) and CPU not in node.shared_pool(),
+          "the shared pool leaves out offline CPU %d: %s" % (CPU, r["cpus"]))
     node.remove("shared-offline")
     B = uid(0xb)
     rest = 15 - len(ca)
