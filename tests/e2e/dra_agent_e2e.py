@@ -22,17 +22,11 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from node_common import Fail, check  # noqa: E402,F401  (re-exported to the dra_agent_* tests)
+from whole_node import cpulist  # noqa: E402,F401
+
 MACHINE = "intel-skylake-sp-2s-ht-pci"  # 2 sockets, 2 NUMA nodes, HT: 0-7,16-23 / 8-15,24-31
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Fail(what)
-    print("ok:", what)
 
 
 def wait_for(pred, what, timeout=20.0):
@@ -141,14 +135,6 @@ class Node:
         shutil.rmtree(self.tmp, ignore_errors=True)
         if self.root_tmp:
             shutil.rmtree(self.root_tmp, ignore_errors=True)
-
-
-def cpulist(text):
-    out = set()
-    for part in filter(None, text.split(",")):
-        a, _, b = part.partition("-")
-        out.update(range(int(a), int(b or a) + 1))
-    return out
 
 
 def spec_cpus(node, uid):

@@ -16,22 +16,13 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from node_common import Fail, check  # noqa: E402
 from whole_node import WholeNode, cpulist, fmt  # noqa: E402
 
 MACHINE = "intel-skylake-sp-2s-ht-pci"  # 2 sockets, 2 NUMA nodes, HT: 0-7,16-23 / 8-15,24-31
 NUMA0 = cpulist("0-7,16-23")
 UID_A = "aaaaaaaa-0000-4000-8000-00000000000a"
 UID_UNPREPARED = "dddddddd-0000-4000-8000-00000000000d"
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Fail(what)
-    print("ok:", what)
 
 
 def run(node):
