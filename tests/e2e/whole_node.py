@@ -200,15 +200,19 @@ class WholeNode:
         if not line or not json.loads(line).get("ready"):
             raise RuntimeError("runtime simulator did not start:\n" + self._log_tail("runtime"))
 
+    def _request(self, name, line):
+        """One line to a line-protocol simulator (runtime, kubelet) and its JSON reply."""
+        p = self.procs[name]
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        reply = p.stdout.readline()
+        if not reply:
+            raise RuntimeError("%s simulator gone:\n%s" % (name, self._log_tail(name)))
+        return json.loads(reply)
+
     def _runtime(self, cmd):
         """Sends one control command to the runtime simulator and returns its reply."""
-        p = self.procs["runtime"]
-        p.stdin.write(json.dumps(cmd) + "\n")
-        p.stdin.flush()
-        line = p.stdout.readline()
-        if not line:
-            raise RuntimeError("runtime simulator gone:\n" + self._log_tail("runtime"))
-        return json.loads(line)
+        return self._request("runtime", json.dumps(cmd))
 
     def start_dra_agent(self):
         offset = self._log_size("dra-agent")
@@ -260,13 +264,7 @@ class WholeNode:
             raise RuntimeError("kubelet simulator could not register the dra-agent: %s" % r)
 
     def _kubelet(self, *words):
-        p = self.procs["kubelet"]
-        p.stdin.write(" ".join(words) + "\n")
-        p.stdin.flush()
-        line = p.stdout.readline()
-        if not line:
-            raise RuntimeError("kubelet simulator gone:\n" + self._log_tail("kubelet"))
-        return json.loads(line)
+        return self._request("kubelet", " ".join(words))
 
     def cleanup(self):
         if self._cleaned:
