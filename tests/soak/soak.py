@@ -26,7 +26,8 @@ After every step (docs/soak.md):
 A failure prints the seed, the step number and the step, the recent history and the agents'
 log tails, and exits 1. The end prints one summary line.
 
-Usage: soak.py BUILD_DIR [--seed S] [--steps N] [--machine NAME | --sysfs-root DIR] [-v]
+Usage: soak.py BUILD_DIR [--seed S] [--steps N] [--machine NAME | --sysfs-root DIR]
+               [--progress N] [-v]
 Exit 0 passed, 1 failed, 77 skipped (no ../shared corpus: DRACPU_SHARED_DIR).
 """
 import argparse
@@ -128,8 +129,8 @@ class Soak:
                 numa = d.get("attributes", {}).get("dra.cpu/numaNodeID", {}).get("int")
                 if cap is None or numa is None:
                     continue
-                with open(os.path.join(cpu_root, "node", "node%d" % numa, "cpulist")) as f:
-                    self.devices[d["name"]] = {"capacity": int(cap), "cpus": cpulist(f.read())}
+                self.devices[d["name"]] = {"capacity": int(cap),
+                                           "cpus": self.numa_cpus(cpu_root, numa)}
         if not self.devices:
             raise Fail("no grouped NUMA devices with capacity in the ResourceSlice: %s" % items)
         seen = set()
@@ -141,6 +142,22 @@ class Soak:
                 seen.add(sib)
                 self.cores.append(sib)
         self.threads_per_core = max(len(c) for c in self.cores)
+
+    @staticmethod
+    def numa_cpus(root, numa):
+        """node/nodeN/cpulist, or (trees recorded without node/) the CPUs with a nodeN link, or
+        (no NUMA information at all: one node 0) every CPU."""
+        try:
+            with open(os.path.join(root, "node", "node%d" % numa, "cpulist")) as f:
+                return cpulist(f.read())
+        except OSError:
+            pass
+        cpu_dir = os.path.join(root, "cpu")
+        cpus = {int(n[3:]): os.listdir(os.path.join(cpu_dir, n)) for n in os.listdir(cpu_dir)
+                if n.startswith("cpu") and n[3:].isdigit()}
+        if not any(e.startswith("node") for entries in cpus.values() for e in entries):
+            return set(cpus) if numa == 0 else set()
+        return {c for c, entries in cpus.items() if "node%d" % numa in entries}
 
     def allocatable(self):
         return cpulist(self.node.shm_dump()["cpus"]["allocatable"])
@@ -511,10 +528,14 @@ class Soak:
 
     # --- run ---------------------------------------------------------------------------------
 
-    def run(self, steps):
+    def run(self, steps, progress=0):
         self.learn_node()
         self.check()
+        t0 = time.time()
         for self.step in range(1, steps + 1):
+            if progress and self.step % progress == 0:
+                print("soak: seed %d, step %d of %d, %.0f s" % (self.seed, self.step, steps,
+                                                               time.time() - t0), flush=True)
             self.history.append("%d: (starting)" % self.step)
             kind, desc = self.do_step()
             self.history[-1] = "%d: %s" % (self.step, desc)
@@ -531,6 +552,8 @@ def main():
     ap.add_argument("--machine", default=DEFAULT_MACHINE,
                     help="a ../shared/sysfs-corpus machine (default %(default)s)")
     ap.add_argument("--sysfs-root", help="a directory holding sys/devices/system/cpu instead")
+    ap.add_argument("--progress", type=int, default=1000, metavar="N",
+                    help="a progress line every N steps (0: none; default %(default)s)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every step")
     args = ap.parse_args()
 
@@ -548,7 +571,7 @@ def main():
     where = args.sysfs_root or args.machine
     try:
         node.start()
-        soak.run(args.steps)
+        soak.run(args.steps, args.progress)
     except (Fail, OSError, RuntimeError, TimeoutError, ValueError, KeyError) as e:
         print("SOAK FAILED: seed %d, step %d of %d (%s)" % (args.seed, soak.step, args.steps, where))
         print("  step:", soak.history[-1] if soak.history else "(start-up)")
