@@ -533,15 +533,15 @@ class Soak:
         self.check()
         t0 = time.time()
         for self.step in range(1, steps + 1):
-            if progress and self.step % progress == 0:
-                print("soak: seed %d, step %d of %d, %.0f s" % (self.seed, self.step, steps,
-                                                               time.time() - t0), flush=True)
             self.history.append("%d: (starting)" % self.step)
             kind, desc = self.do_step()
             self.history[-1] = "%d: %s" % (self.step, desc)
             if self.verbose:
                 print(self.history[-1], flush=True)
             self.check()
+            if progress and self.step % progress == 0 and self.step < steps:
+                print("soak: seed %d, %d of %d steps passed, %.0f s" %
+                      (self.seed, self.step, steps, time.time() - t0), flush=True)
 
 
 def main():
