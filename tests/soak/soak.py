@@ -37,6 +37,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 import urllib.request
 
@@ -66,6 +67,9 @@ KINDS = {
     "restart_runtime": 1,   # the runtime drops the plugin and listens again
     "outage_dra": 1,        # SIGKILL the dra-agent, 1-4 container steps without it, start it
     "outage_nri": 1,        # SIGKILL the nri-agent, 1-4 steps the runtime runs unpinned, start it
+    "crash_prepare": 1,     # SIGKILL the dra-agent while a Prepare is (perhaps) in flight
+    "crash_unprepare": 1,   # ... while an Unprepare is
+    "crash_create": 1,      # SIGKILL the nri-agent while a CreateContainer is
 }
 # The steps an outage may contain: what still works, or must be repaired, without that agent.
 OUTAGE_KINDS = {
@@ -190,6 +194,7 @@ class Soak:
         free_dev = [d for d, v in self.devices.items() if self.device_used(d) < v["capacity"]]
         if free_dev:
             k["prepare"] = KINDS["prepare"]
+            k["crash_prepare"] = KINDS["crash_prepare"]
         if self.claims:
             k["reprepare"] = KINDS["reprepare"]
         if n < MAX_CONTAINERS and self._claims_for_container():
@@ -203,8 +208,10 @@ class Soak:
             k["remove"] = KINDS["remove"]
         if self._claims_to_unprepare():
             k["unprepare"] = KINDS["unprepare"]
+            k["crash_unprepare"] = KINDS["crash_unprepare"]
         if n < MAX_CONTAINERS:
             k["refused"] = KINDS["refused"]
+            k["crash_create"] = KINDS["crash_create"]
         k["overcommit"] = KINDS["overcommit"]
         for kind in ("kill_dra", "kill_nri", "restart_runtime", "outage_dra", "outage_nri"):
             k[kind] = KINDS[kind]
@@ -260,7 +267,8 @@ class Soak:
         return self._outage("outage_nri", self.node.kill_nri_agent, self.node.start_nri_agent,
                            "nri-agent")
 
-    def step_prepare(self):
+    def new_claim(self):
+        """A claim the scheduler could allocate now, added to the apiserver."""
         free_dev = [d for d, v in self.devices.items() if self.device_used(d) < v["capacity"]]
         device = self.pick(free_dev)
         room = self.devices[device]["capacity"] - self.device_used(device)
@@ -285,7 +293,15 @@ class Soak:
         whole = sum(len(c) for c in self.cores if c <= free)
         self.node.add_claim(claim.uid, device, count, config=config)
         desc = "prepare %r (group free %d, whole-core free %d)" % (claim, len(free), whole)
-        r = self.node.prepare(claim.uid)[claim.uid]
+        return claim, free, whole, desc
+
+    def step_prepare(self):
+        claim, free, whole, desc = self.new_claim()
+        return self.prepared(claim, self.node.prepare(claim.uid)[claim.uid], free, whole, desc)
+
+    def prepared(self, claim, r, free, whole, desc):
+        """Judges Prepare's answer `r` for a new claim and records an acknowledged one."""
+        full_core, count = claim.full_core, claim.count
         if r["error"]:
             feasible = count <= (whole if full_core else len(free))
             if feasible:
@@ -302,6 +318,78 @@ class Soak:
         claim.cpus = cpus
         self.claims[claim.uid] = claim
         return desc + " -> " + fmt(cpus)
+
+    def _in_flight(self, call, agent):
+        """Runs call() in a thread and SIGKILLs `agent` alone after a random 0-4 or 0-20 ms, while the
+        call is (perhaps) in flight; returns call()'s result, or the exception it raised."""
+        out = {}
+
+        def run():
+            try:
+                out["r"] = call()
+            except (RuntimeError, OSError) as e:
+                out["r"] = e
+        t = threading.Thread(target=run)
+        delay = self.rng.uniform(0, self.rng.choice([0.004, 0.02]))
+        t.start()
+        time.sleep(delay)  # the fault's timing, drawn from the seed; nothing waits on it
+        self.node._stop(agent, signal.SIGKILL)
+        t.join(60)
+        if t.is_alive():
+            raise Fail("a call to the %s did not return after its SIGKILL" % agent)
+        return out["r"], delay
+
+    def step_crash_prepare(self):
+        claim, free, whole, desc = self.new_claim()
+        r, delay = self._in_flight(lambda: self.node.prepare(claim.uid)[claim.uid], "dra-agent")
+        acked = isinstance(r, dict) and not r["error"]
+        cpus = self.node.claim_cpus(claim.uid) if acked else None
+        self.node.start_dra_agent()  # and a new kubelet session, as after any dra-agent restart
+        desc = "%s, dra-agent SIGKILLed after %.1f ms: %s" % (
+            desc, delay * 1000, "acknowledged " + fmt(cpus or set()) if acked else "no answer")
+        if acked:
+            desc = self.prepared(claim, r, free, whole, desc)
+            if claim.cpus != cpus:
+                raise Fail("%s: the restarted dra-agent holds it on %s" % (desc, fmt(claim.cpus)))
+            return desc
+        # The kubelet retries: a claim that fits must be prepared now.
+        return self.prepared(claim, self.node.prepare(claim.uid)[claim.uid], free, whole,
+                             desc + ", retried")
+
+    def step_crash_unprepare(self):
+        claim = self.claims[self.pick(self._claims_to_unprepare())]
+        r, delay = self._in_flight(lambda: self.node.unprepare(claim.uid)[claim.uid], "dra-agent")
+        acked = isinstance(r, dict) and not r["error"]
+        self.node.start_dra_agent()
+        desc = "unprepare %r, dra-agent SIGKILLed after %.1f ms: %s" % (
+            claim, delay * 1000, "acknowledged" if acked else "no answer, retried")
+        if not acked:
+            r = self.node.unprepare(claim.uid)[claim.uid]
+            if r["error"]:
+                raise Fail("%s: the retry failed: %s" % (desc, r["error"]))
+        del self.claims[claim.uid]
+        self.expect_absent(claim.uid, desc)
+        return desc
+
+    def step_crash_create(self):
+        shared = not self._claims_for_container() or self.rng.random() < 0.4
+        if shared:
+            c = self._new_container()
+            call = lambda: self._create(c)  # noqa: E731
+        else:
+            uid = self.pick(self._claims_for_container())
+            prev = [x for x in self.containers.values() if x.claim == uid]
+            c = self._new_container(uid, restart_of=self.rng.choice(prev) if prev else None)
+            call = lambda: self._create(c, claim_uids=[uid])  # noqa: E731
+        r, delay = self._in_flight(call, "nri-agent")
+        self.node.start_nri_agent()
+        exists = c.cid in self.node.containers()
+        if exists:
+            self.containers[c.cid] = c
+        return "create %s %s, nri-agent SIGKILLed after %.1f ms: %s, %s" % (
+            "shared" if shared else "exclusive", c.cid, delay * 1000,
+            ("ok " + r["cpus"] if r["ok"] else "error " + r.get("error", "")[:60])
+            if isinstance(r, dict) else repr(r), "created" if exists else "not created")
 
     def step_reprepare(self):
         claim = self.claims[self.pick(self.claims)]
