@@ -4,7 +4,9 @@
 Both real agents run on a recorded machine of ../shared/sysfs-corpus (default
 intel-skylake-sp-2s-ht-pci; --machine NAME, or --sysfs-root DIR for any tree) under
 tests/e2e/whole_node.py. random.Random(seed) picks each step from the kinds that apply to the
-current model (see KINDS); the same seed and step count replay the same walk.
+current model (see KINDS); the same seed and step count replay the same walk (a crash_* step
+kills an agent at a delay drawn from the seed, but whether the call had finished is up to the
+machine, and a crash_create's container may or may not exist afterwards).
 
 The soak plays the scheduler and the kubelet: a claim is only allocated on a device while the
 claims on it fit the device's published capacity (so a Prepare within it must succeed, except a
@@ -14,7 +16,7 @@ still exist, stopped); a claim's container restarts (same pod uid and name, new 
 the previous one stopped.
 
 After every step (docs/soak.md):
-  * dracpu-shm verify passes;
+  * dracpu-shm verify passes (its shared-pool invariant once the nri-agent has caught up);
   * the claims table holds exactly the acknowledged claims, state prepared, with the CPUs Prepare
     returned, and each has its CDI spec; a refused Prepare leaves neither;
   * the runtime holds exactly the model's containers, in the model's states;
