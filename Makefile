@@ -57,12 +57,13 @@ demo: build
 	@MACHINE="$(MACHINE)" SYSFS_ROOT="$(SYSFS_ROOT)" tests/demo/demo.sh $(BUILD)
 
 # The fault-injection soak (docs/soak.md): a seeded random walk on one simulated node with both
-# agents; on a failure it prints the seed, the step and the replay command. MACHINE as for demo.
+# agents; on a failure it prints the seed, the step and the replay command. MACHINE as for demo;
+# RUNTIME=legacy: a runtime that allows no unsolicited updates.
 SEED ?= 1
 STEPS ?= 5000
 soak: build
 	@DRACPU_SHARED_DIR="$${DRACPU_SHARED_DIR:-$(CURDIR)/../shared}" python3 tests/soak/soak.py $(BUILD) \
-	  --seed $(SEED) --steps $(STEPS) $(if $(MACHINE),--machine $(MACHINE)) \
+	  --seed $(SEED) --steps $(STEPS) $(if $(MACHINE),--machine $(MACHINE)) $(if $(RUNTIME),--runtime $(RUNTIME)) \
 	  || { rc=$$?; [ $$rc = 77 ] || echo "make soak: FAILED with SEED=$(SEED) STEPS=$(STEPS)"; exit $$rc; }
 
 clean:

@@ -44,7 +44,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from whole_node import WholeNode, cpulist, fmt  # noqa: E402
+from whole_node import MODERN_RUNTIME, WholeNode, cpulist, fmt  # noqa: E402
 
 DEFAULT_MACHINE = "intel-skylake-sp-2s-ht-pci"
 SETTLE_TIMEOUT = 20.0  # seconds the agents get to converge after a step
@@ -103,8 +103,15 @@ class Container:
 
 
 class Soak:
-    def __init__(self, node, seed, verbose=False):
+    def __init__(self, node, seed, verbose=False, widen=True):
         self.node = node
+        # widen: the runtime allows unsolicited updates, so running shared containers follow the
+        # pool at once. Without (--runtime legacy) they only get it when the nri-agent answers
+        # something: a creation on a claim (the shrink carries every shared container), a
+        # Synchronize, their own creation or update. self.synced names what was just brought
+        # to the pool: "all", or a set of container ids.
+        self.widen = widen
+        self.synced = set()
         self.seed = seed
         self.rng = random.Random(seed)
         self.verbose = verbose
@@ -259,6 +266,8 @@ class Soak:
         self.history.append("%d: (starting %s)" % (self.step, agent))
         start()
         self.outage = None
+        if kind == "outage_nri":
+            self.synced = "all"
         return "%s back after %d steps" % (agent, n)
 
     def step_outage_dra(self):
@@ -385,6 +394,7 @@ class Soak:
             call = lambda: self._create(c, claim_uids=[uid])  # noqa: E731
         r, delay = self._in_flight(call, "nri-agent")
         self.node.start_nri_agent()
+        self.synced = "all"
         exists = c.cid in self.node.containers()
         if exists:
             self.containers[c.cid] = c
@@ -424,6 +434,8 @@ class Soak:
         r = self._create(c, claim_uids=[uid])
         if not r["ok"]:
             raise Fail("%s: refused: %s" % (desc, r.get("error")))
+        if self.outage != "outage_nri":
+            self.synced = "all"
         if self.outage == "outage_nri":
             desc += " -> unpinned (%s)" % (r["cpus"] or "all")
         elif cpulist(r["cpus"]) != self.claims[uid].cpus:
@@ -440,6 +452,7 @@ class Soak:
         if self.outage != "outage_nri" and cpulist(r["cpus"]) != pool:
             raise Fail("create shared %s: got %s, the pool is %s" % (c.cid, r["cpus"], fmt(pool)))
         self.containers[c.cid] = c
+        self.mark(c.cid)
         return "create shared %s -> %s" % (c.cid, r["cpus"])
 
     def step_update(self):
@@ -449,6 +462,8 @@ class Soak:
         r = self.node.update(c.cid, ask)
         if not r["ok"]:
             raise Fail("update %s to %s: %s" % (c.cid, fmt(ask), r.get("error")))
+        if self.outage != "outage_nri":
+            self.mark(c.cid)
         return "update %s (%s) asking %s" % (c.cid, "exclusive" if c.claim else "shared", fmt(ask))
 
     def step_stop(self):
@@ -509,13 +524,19 @@ class Soak:
         self.node.start_dra_agent()
         return "SIGKILL + restart dra-agent"
 
+    def mark(self, cid):
+        if self.synced != "all":
+            self.synced.add(cid)
+
     def step_kill_nri(self):
         self.node.kill_nri_agent(signal.SIGKILL)
         self.node.start_nri_agent()
+        self.synced = "all"
         return "SIGKILL + restart nri-agent"
 
     def step_restart_runtime(self):
         self.node.restart_runtime()
+        self.synced = "all"
         return "runtime restart"
 
     # --- checks ------------------------------------------------------------------------------
@@ -593,7 +614,13 @@ class Soak:
         def settled():
             d = self.node.shm_dump()
             live = self.node.containers()
-            bad = {cid: fmt(live[cid]["cpus"]) for cid in shared if live[cid]["cpus"] != pool}
+            if self.widen:
+                bad = {cid: fmt(live[cid]["cpus"]) for cid in shared if live[cid]["cpus"] != pool}
+            else:  # the pool if just synced, else an older pool: within allocatable, not empty
+                alloc = cpulist(d["cpus"]["allocatable"])
+                bad = {cid: fmt(live[cid]["cpus"]) for cid in shared
+                       if (live[cid]["cpus"] != pool if self.synced == "all" or cid in self.synced
+                           else not live[cid]["cpus"] or not live[cid]["cpus"] <= alloc)}
             published = cpulist(d["cpus"]["sharedPool"]) if d["cpus"]["sharedPoolPublished"] else None
             table = {c["id"]: cpulist(c["cpus"]) for c in d["containers"]}
             table_bad = {cid: fmt(table.get(cid, set())) for cid, c in live.items()
@@ -624,6 +651,7 @@ class Soak:
         t0 = time.time()
         for self.step in range(1, steps + 1):
             self.history.append("%d: (starting)" % self.step)
+            self.synced = set()
             kind, desc = self.do_step()
             self.history[-1] = "%d: %s" % (self.step, desc)
             if self.verbose:
@@ -642,6 +670,9 @@ def main():
     ap.add_argument("--machine", default=DEFAULT_MACHINE,
                     help="a ../shared/sysfs-corpus machine (default %(default)s)")
     ap.add_argument("--sysfs-root", help="a directory holding sys/devices/system/cpu instead")
+    ap.add_argument("--runtime", choices=("modern", "legacy"), default="modern",
+                    help="modern: NRI v0.12.1, the nri-agent widens running shared containers "
+                    "(default); legacy: containerd 2.1 without an NRI version, it does not")
     ap.add_argument("--progress", type=int, default=1000, metavar="N",
                     help="a progress line every N steps (0: none; default %(default)s)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every step")
@@ -656,9 +687,10 @@ def main():
     t0 = time.time()
     node = WholeNode(args.build_dir, sysfs_root=args.sysfs_root,
                      machine=None if args.sysfs_root else args.machine, shared_dir=shared,
-                     tmp_prefix="dracpu-soak-", log=lambda *_: None)
-    soak = Soak(node, args.seed, verbose=args.verbose)
-    where = args.sysfs_root or args.machine
+                     tmp_prefix="dracpu-soak-", log=lambda *_: None,
+                     runtime_args=MODERN_RUNTIME if args.runtime == "modern" else ())
+    soak = Soak(node, args.seed, verbose=args.verbose, widen=args.runtime == "modern")
+    where = (args.sysfs_root or args.machine) + ("" if args.runtime == "modern" else ", legacy runtime")
     try:
         node.start()
         soak.run(args.steps, args.progress)
@@ -674,9 +706,10 @@ def main():
                                                         else "") for c in soak.containers.values()])
         for name in ("dra-agent", "nri-agent", "runtime", "kubelet"):
             print("--- %s log (tail) ---\n%s" % (name, node._log_tail(name, 3000)))
-        print("replay: soak.py %s --seed %d --steps %d%s -v" %
+        print("replay: soak.py %s --seed %d --steps %d%s --runtime %s -v" %
               (args.build_dir, args.seed, soak.step,
-               " --sysfs-root " + args.sysfs_root if args.sysfs_root else " --machine " + args.machine))
+               " --sysfs-root " + args.sysfs_root if args.sysfs_root else " --machine " + args.machine,
+               args.runtime))
         return 1
     finally:
         node.cleanup()
