@@ -18,7 +18,7 @@ the previous one stopped.
 After every step (docs/soak.md):
   * dracpu-shm verify passes (its shared-pool invariant once the nri-agent has caught up);
   * the claims table holds exactly the acknowledged claims, state prepared, with the CPUs Prepare
-    returned, and each has its CDI spec; a refused Prepare leaves neither;
+    returned, and each has its CDI spec naming those CPUs; a refused Prepare leaves neither;
   * the runtime holds exactly the model's containers, in the model's states;
   * no CPU is in two running exclusive containers, every running exclusive container's cpuset is
     its claim's CPUs, and no running shared container is on a CPU of a running exclusive one;
@@ -544,6 +544,20 @@ class Soak:
     def cdi_path(self, uid):
         return os.path.join(self.node.cdi_dir, "dra.k8s.io-cpu_claim-%s.json" % uid)
 
+    def cdi_cpus(self, uid):
+        """The CPUs the claim's CDI spec hands the container (DRA_CPUSET_<uid>), or None."""
+        try:
+            with open(self.cdi_path(uid)) as f:
+                spec = json.load(f)
+        except (OSError, ValueError):
+            return None
+        prefix = "DRA_CPUSET_%s=" % uid
+        for d in spec.get("devices", []):
+            for e in d.get("containerEdits", {}).get("env", []):
+                if e.startswith(prefix):
+                    return cpulist(e[len(prefix):])
+        return None
+
     def expect_absent(self, uid, desc):
         if self.node.claim_cpus(uid) is not None:
             raise Fail("%s: claim still in shared memory" % desc)
@@ -575,8 +589,8 @@ class Soak:
                 raise Fail("acknowledged claim %r lost from shared memory" % claim)
             if cpulist(c["cpus"]) != claim.cpus or c["state"] != "prepared":
                 raise Fail("claim %r is %s %s in shared memory" % (claim, c["state"], c["cpus"]))
-            if not os.path.exists(self.cdi_path(uid)):
-                raise Fail("claim %r lost its CDI spec" % claim)
+            if self.cdi_cpus(uid) != claim.cpus:
+                raise Fail("claim %r: its CDI spec names %s" % (claim, self.cdi_cpus(uid)))
         extra = set(shm_claims) - set(self.claims)
         if extra:
             raise Fail("shared memory holds claims nobody holds: %s" %
