@@ -103,8 +103,11 @@ class Container:
 
 
 class Soak:
-    def __init__(self, node, seed, verbose=False, widen=True):
+    def __init__(self, node, seed, verbose=False, widen=True, expected=None):
         self.node = node
+        # The corpus machine's expected.json (NUMA nodes and cores as hwloc saw them), else None:
+        # read from the sysfs tree.
+        self.expected = expected
         # widen: the runtime allows unsolicited updates, so running shared containers follow the
         # pool at once. Without (--runtime legacy) they only get it when the nri-agent answers
         # something: a creation on a claim (the shrink carries every shared container), a
@@ -136,24 +139,35 @@ class Soak:
                 return json.loads(r.read())["items"]
         items = self.node.wait_for(slices, "the dra-agent's ResourceSlice")
         cpu_root = os.path.join(self.node.sysfs_root, "sys", "devices", "system")
+        numa = {}
+        if self.expected:
+            numa = {n["os_index"]: cpulist(n["cpus"]) for n in self.expected["numa_nodes"]}
         for s in items:
             for d in s["spec"]["devices"]:
                 cap = d.get("capacity", {}).get("dra.cpu/cpu", {}).get("value")
-                numa = d.get("attributes", {}).get("dra.cpu/numaNodeID", {}).get("int")
-                if cap is None or numa is None:
+                numa_id = d.get("attributes", {}).get("dra.cpu/numaNodeID", {}).get("int")
+                if cap is None or numa_id is None:
                     continue
-                self.devices[d["name"]] = {"capacity": int(cap),
-                                           "cpus": self.numa_cpus(cpu_root, numa)}
+                # A node hwloc merged away (intel-harpertown-2s-buggy-numa): sysfs's word.
+                cpus = numa.get(numa_id) or self.numa_cpus(cpu_root, numa_id)
+                self.devices[d["name"]] = {"capacity": int(cap), "cpus": cpus or set()}
         if not self.devices:
             raise Fail("no grouped NUMA devices with capacity in the ResourceSlice: %s" % items)
-        seen = set()
-        for cpu in sorted(self.allocatable()):
-            path = os.path.join(cpu_root, "cpu", "cpu%d" % cpu, "topology", "thread_siblings_list")
-            with open(path) as f:
-                sib = frozenset(cpulist(f.read()))
-            if sib not in seen:
-                seen.add(sib)
-                self.cores.append(sib)
+        if self.expected:
+            self.cores = [frozenset(cpulist(c["cpus"])) for c in self.expected["cores"]]
+        else:
+            seen = set()
+            for cpu in sorted(self.allocatable()):
+                path = os.path.join(cpu_root, "cpu", "cpu%d" % cpu, "topology",
+                                    "thread_siblings_list")
+                try:
+                    with open(path) as f:
+                        sib = frozenset(cpulist(f.read().strip("\0\n ")))
+                except OSError:
+                    sib = frozenset([cpu])  # unknown: no full-core claims are judged wrongly
+                if sib not in seen:
+                    seen.add(sib)
+                    self.cores.append(sib)
         self.threads_per_core = max(len(c) for c in self.cores)
 
     @staticmethod
@@ -703,7 +717,12 @@ def main():
                      machine=None if args.sysfs_root else args.machine, shared_dir=shared,
                      tmp_prefix="dracpu-soak-", log=lambda *_: None,
                      runtime_args=MODERN_RUNTIME if args.runtime == "modern" else ())
-    soak = Soak(node, args.seed, verbose=args.verbose, widen=args.runtime == "modern")
+    expected = None
+    if not args.sysfs_root:
+        with open(os.path.join(shared, "sysfs-corpus", args.machine, "expected.json")) as f:
+            expected = json.load(f)
+    soak = Soak(node, args.seed, verbose=args.verbose, widen=args.runtime == "modern",
+                expected=expected)
     where = (args.sysfs_root or args.machine) + ("" if args.runtime == "modern" else ", legacy runtime")
     try:
         node.start()
