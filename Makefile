@@ -11,7 +11,7 @@ DEB_PACKAGES := g++ meson ninja-build pkg-config python3 python3-yaml \
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test asan bench demo clean
+.PHONY: all deps build test asan bench demo soak clean
 
 all: build
 
@@ -55,6 +55,16 @@ bench: build
 # MACHINE=<corpus machine> shows a real machine of ../shared/sysfs-corpus; SYSFS_ROOT=<dir> any tree.
 demo: build
 	@MACHINE="$(MACHINE)" SYSFS_ROOT="$(SYSFS_ROOT)" tests/demo/demo.sh $(BUILD)
+
+# The fault-injection soak (docs/soak.md): a seeded random walk on one simulated node with both
+# agents; on a failure it prints the seed, the step and the replay command. MACHINE as for demo;
+# RUNTIME=legacy: a runtime that allows no unsolicited updates.
+SEED ?= 1
+STEPS ?= 5000
+soak: build
+	@DRACPU_SHARED_DIR="$${DRACPU_SHARED_DIR:-$(CURDIR)/../shared}" python3 tests/soak/soak.py $(BUILD) \
+	  --seed $(SEED) --steps $(STEPS) $(if $(MACHINE),--machine $(MACHINE)) $(if $(RUNTIME),--runtime $(RUNTIME)) \
+	  || { rc=$$?; [ $$rc = 77 ] || echo "make soak: FAILED with SEED=$(SEED) STEPS=$(STEPS)"; exit $$rc; }
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -101,7 +101,11 @@ VerifyResult VerifySnapshot(const Snapshot& s) {
       const std::string_view uid = c.ClaimUid(static_cast<int>(k));
       auto it = claim_by_uid.find(uid);
       if (it == claim_by_uid.end()) {
-        out.violations.push_back(who + ": refers to missing claim " + std::string(uid));
+        // Not a violation: the two tables have different writers, and the kubelet unprepares a
+        // claim once the pod's containers have stopped, while the runtime removes them later (a
+        // stopped container keeps its entry until RemoveContainer). Found by the soak.
+        out.notes.push_back(who + ": refers to claim " + std::string(uid) +
+                            ", no longer prepared (a stopped container not yet removed?)");
         missing = true;
       } else {
         claimed |= s.claims[it->second].cpus;

@@ -130,16 +130,26 @@ INSTANTIATE_TEST_SUITE_P(
                    Container("c1", ContainerKind::kExclusive, {"a", "b"}, CpuSet{1, 2, 3});
              },
              nullptr},
+        // A stopped container outlives its claim until RemoveContainer: a note, not a violation.
         Case{"MissingClaim",
              [](Snapshot& s) {
-               s.containers[1] = Container("c2", ContainerKind::kShared, {"zz"}, CpuSet{4});
+               s.containers[0] = Container("c1", ContainerKind::kExclusive, {"zz"}, CpuSet{1, 2});
              },
-             "container c2 (ns/pod/c2): refers to missing claim zz"},
+             nullptr},
         Case{"DuplicateContainer", [](Snapshot& s) { s.containers.push_back(s.containers[1]); },
              "container c2 (ns/pod/c2): duplicate id"},
         Case{"UnpublishedPoolSkipsPoolChecks",
              [](Snapshot& s) { s.shared_pool = SharedPoolRecord{}; }, nullptr}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(VerifyNotesTest, NamesAContainerWhoseClaimIsGone) {
+  Snapshot s = Good();
+  s.containers[0] = Container("c1", ContainerKind::kExclusive, {"zz"}, CpuSet{1, 2});
+  const VerifyResult r = VerifySnapshot(s);
+  EXPECT_THAT(r.violations, IsEmpty());
+  EXPECT_THAT(r.notes, ElementsAre(HasSubstr("container c1 (ns/pod/c1): refers to claim zz, no "
+                                             "longer prepared")));
+}
 
 TEST(VerifyNotesTest, SaysWhatWasSkipped) {
   Snapshot s = Good();

@@ -350,7 +350,18 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
   std::vector<nri::CpusetUpdate> out;
   auto it = containers_.find(container.id);
   if (it == containers_.end() || requested.cpus.empty()) return out;
-  const TrackedContainer& t = it->second;
+  TrackedContainer& t = it->second;
+  if (t.kind == shm::ContainerKind::kShared && !t.stopped) {
+    // The answer is a reply, safe on every runtime: a running shared container gets the current
+    // pool, not the one it last got (without unsolicited updates that can be a pool from before a
+    // Prepare or an Unprepare). Found by the soak (--runtime legacy).
+    ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+    if (!pool.Empty() && pool != t.cpus) {
+      t.cpus = pool;
+      Status s = Persist({&t}, {}, pool);
+      if (!s.ok()) warnings_.push_back("not recorded in shared memory: " + s.ToString());
+    }
+  }
   const std::optional<CpuSet> wanted = ParseReported(requested.cpus);
   const std::string mems = ListOf(t.mems);
   const bool mems_differ = !mems.empty() && !requested.mems.empty() && requested.mems != mems;

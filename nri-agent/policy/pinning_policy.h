@@ -16,7 +16,8 @@
 //    first starts). An empty pool refuses a shared container, and an exclusive one while running
 //    shared containers exist (RESOURCE_EXHAUSTED).
 //  * UpdateContainer: when the requested cpuset.cpus differs from ours, answers an update that
-//    re-asserts ours (merged by the runtime into its pending update).
+//    re-asserts ours (merged by the runtime into its pending update). Ours, for a running shared
+//    container, is the current pool (recorded), whatever older pool it last got.
 //  * StopContainer keeps the entry (marked stopped; never updated again); RemoveContainer
 //    removes it.
 //  * Synchronize: rebuilds the table from the runtime's containers (a container whose claims do

@@ -227,6 +227,33 @@ TEST_F(PolicyTest, UpdateContainerReassertsOurCpuset) {
   EXPECT_THAT(*unknown, IsEmpty());
 }
 
+// Without unsolicited updates a running shared container keeps an older pool; the answer to its
+// next UpdateContainer (a reply, safe on every runtime) brings it to the current one.
+TEST_F(PolicyTest, UpdateOfASharedContainerGivesTheCurrentPool) {
+  ASSERT_TRUE(Create("s1", "p1", "a").ok());  // pool 0-7
+  auto pod = MakePod("p1");
+  auto c = MakeContainer("s1", pod, "a");
+  seg_.Prepare(1, Cpus("2-3"));  // the pool shrinks; nobody pushed it to s1
+  auto r = policy_.UpdateContainer(pod, c, {"0-7", ""});
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(*r, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-7", ""}, false}));
+  EXPECT_EQ(Recorded("s1")->cpus, Cpus("0-1,4-7"));
+  auto same = policy_.UpdateContainer(pod, c, {"0-1,4-7", ""});
+  ASSERT_TRUE(same.ok());
+  EXPECT_THAT(*same, IsEmpty());
+  seg_.Release(1);  // the pool widens; again nobody pushed it
+  auto wide = policy_.UpdateContainer(pod, c, {"1", ""});
+  ASSERT_TRUE(wide.ok());
+  EXPECT_THAT(*wide, ElementsAre(nri::CpusetUpdate{"s1", {"0-7", ""}, false}));
+  EXPECT_EQ(Recorded("s1")->cpus, Cpus("0-7"));
+  // A stopped container does not follow the pool.
+  ASSERT_TRUE(policy_.StopContainer(pod, c).ok());
+  seg_.Prepare(2, Cpus("4"));
+  auto stopped = policy_.UpdateContainer(pod, c, {"0-7", ""});
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_THAT(*stopped, IsEmpty());
+}
+
 TEST_F(PolicyTest, StopKeepsRemoveRemoves) {
   seg_.Prepare(1, Cpus("2-3"));
   ASSERT_TRUE(Create("x1", "p1", "a", {ClaimVar(1, "2-3")}).ok());
