@@ -23,6 +23,7 @@
 #include "nri-agent/mux/ttrpc_peer.h"
 #include "nri-agent/nri/convert.h"
 #include "nri-agent/nri/plugin.h"
+#include "tests/testing/quiet_plugin_handler.h"
 
 namespace dracpu {
 namespace {
@@ -107,7 +108,7 @@ BENCHMARK(BM_TtrpcEchoOverMux)->Arg(0)->Arg(256)->Arg(4096)->Arg(64 << 10)->Arg(
 // NRI call (decode, convert to plain structs, convert back, encode). The policy benchmarks of
 // issue 7 item 8 add their work on top and compare to the same echo.
 
-class TrivialHandler : public nri::PluginHandler {
+class TrivialHandler : public testing::QuietPluginHandler {
  public:
   Result<nri::EventMask> Configure(const nri::RuntimeInfo&) override { return 0x608; }
   Result<std::vector<nri::CpusetUpdate>> Synchronize(
@@ -120,16 +121,6 @@ class TrivialHandler : public nri::PluginHandler {
                                                      const nri::Container&) override {
     return nri::CreateContainerResult{{"2-3", ""}, {}};
   }
-  Result<std::vector<nri::CpusetUpdate>> UpdateContainer(const nri::Pod&, const nri::Container&,
-                                                         const nri::Cpuset&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod&,
-                                                       const nri::Container&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Status RemoveContainer(const nri::Pod&, const nri::Container&) override { return Status::Ok(); }
-  void Disconnected(const Status&) override {}
 };
 
 // A container as a kubelet would create it: a dozen env vars and annotations.

@@ -14,6 +14,7 @@
 
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/quiet_plugin_handler.h"
 
 namespace dracpu::sim {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 
-class PinningHandler : public nri::PluginHandler {
+class PinningHandler : public testing::QuietPluginHandler {
  public:
   Result<nri::EventMask> Configure(const nri::RuntimeInfo&) override {
     return nri::MaskOf(nri::Event::kCreateContainer) | nri::MaskOf(nri::Event::kStopContainer) |
@@ -39,16 +40,6 @@ class PinningHandler : public nri::PluginHandler {
     }
     return nri::CreateContainerResult{{"0", "0"}, {}};
   }
-  Result<std::vector<nri::CpusetUpdate>> UpdateContainer(const nri::Pod&, const nri::Container&,
-                                                         const nri::Cpuset&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod&,
-                                                       const nri::Container&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Status RemoveContainer(const nri::Pod&, const nri::Container&) override { return Status::Ok(); }
-  void Disconnected(const Status&) override {}
 
   std::vector<size_t> sync_sizes;
 };

@@ -12,13 +12,14 @@
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/quiet_plugin_handler.h"
 
 namespace dracpu::sim {
 namespace {
 
 using namespace std::chrono_literals;
 
-class CountingHandler : public nri::PluginHandler {
+class CountingHandler : public testing::QuietPluginHandler {
  public:
   Result<nri::EventMask> Configure(const nri::RuntimeInfo&) override {
     return nri::MaskOf(nri::Event::kCreateContainer);
@@ -32,15 +33,6 @@ class CountingHandler : public nri::PluginHandler {
                                                      const nri::Container&) override {
     return nri::CreateContainerResult{{"0", ""}, {}};
   }
-  Result<std::vector<nri::CpusetUpdate>> UpdateContainer(const nri::Pod&, const nri::Container&,
-                                                         const nri::Cpuset&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod&,
-                                                       const nri::Container&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Status RemoveContainer(const nri::Pod&, const nri::Container&) override { return Status::Ok(); }
   void Disconnected(const Status& reason) override { disconnects.push_back(reason); }
 
   std::vector<size_t> sync_sizes;

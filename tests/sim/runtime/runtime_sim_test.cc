@@ -22,6 +22,7 @@
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/quiet_plugin_handler.h"
 
 namespace dracpu::sim {
 namespace {
@@ -31,7 +32,7 @@ using namespace std::chrono_literals;
 namespace api = ::nri::pkg::api::v1alpha1;
 
 // Pins a container to the value of its PIN env var; shrinks "shared" to SHRINK if set.
-class PinHandler : public nri::PluginHandler {
+class PinHandler : public testing::QuietPluginHandler {
  public:
   Result<nri::EventMask> Configure(const nri::RuntimeInfo& runtime) override {
     runtime_seen = runtime;
@@ -57,10 +58,6 @@ class PinHandler : public nri::PluginHandler {
                                                          const nri::Cpuset&) override {
     // Re-assert whatever the container had.
     return std::vector<nri::CpusetUpdate>{{c.id, c.cpuset, false}};
-  }
-  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod&,
-                                                       const nri::Container&) override {
-    return std::vector<nri::CpusetUpdate>{};
   }
   Status RemoveContainer(const nri::Pod&, const nri::Container& c) override {
     removed.push_back(c.id);

@@ -11,6 +11,7 @@
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/quiet_plugin_handler.h"
 
 namespace dracpu::sim {
 namespace {
@@ -44,13 +45,9 @@ steps:
 
 // Pins to PIN=..., refuses FORGED=..., shrinks "shared" to 0-5 on a pinned creation, and
 // re-asserts the current cpuset on UpdateContainer.
-class ScenarioHandler : public nri::PluginHandler {
+class ScenarioHandler : public testing::QuietPluginHandler {
  public:
   Result<nri::EventMask> Configure(const nri::RuntimeInfo&) override { return 0x688; }
-  Result<std::vector<nri::CpusetUpdate>> Synchronize(const std::vector<nri::Pod>&,
-                                                     const std::vector<nri::Container>&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
   Result<nri::CreateContainerResult> CreateContainer(const nri::Pod&,
                                                      const nri::Container& c) override {
     nri::CreateContainerResult r;
@@ -67,11 +64,6 @@ class ScenarioHandler : public nri::PluginHandler {
                                                          const nri::Cpuset&) override {
     return std::vector<nri::CpusetUpdate>{{c.id, c.cpuset, false}};
   }
-  Result<std::vector<nri::CpusetUpdate>> StopContainer(const nri::Pod&,
-                                                       const nri::Container&) override {
-    return std::vector<nri::CpusetUpdate>{};
-  }
-  Status RemoveContainer(const nri::Pod&, const nri::Container&) override { return Status::Ok(); }
   void Disconnected(const Status&) override { ++disconnects; }
   int disconnects = 0;
 };
