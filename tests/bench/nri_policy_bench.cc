@@ -26,6 +26,7 @@
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/policy/pinning_policy.h"
 #include "shm-schema/segment.h"
+#include "tests/bench/kubelet_like_container.h"
 #include "tests/testing/temp_dir.h"
 
 namespace dracpu {
@@ -108,20 +109,7 @@ struct Node {
 };
 
 nri::Container RealisticContainer(const std::string& id, int i) {
-  nri::Container c;
-  c.id = id;
-  c.pod_sandbox_id = "sandbox-" + std::to_string(i);
-  c.name = "container-" + std::to_string(i);
-  c.state = nri::ContainerState::kRunning;
-  for (int e = 0; e < 12; ++e) {
-    c.env.push_back("KUBERNETES_SERVICE_VAR_" + std::to_string(e) + "=10.96.0." +
-                    std::to_string(e));
-  }
-  for (int a = 0; a < 10; ++a) {
-    c.annotations["io.kubernetes.annotation-" + std::to_string(a)] = "value-" + std::to_string(a);
-  }
-  c.cpuset = {"0-47,58-63", ""};
-  return c;
+  return bench::KubeletLikeContainer(id, "sandbox-" + std::to_string(i), i, {"0-47,58-63", ""});
 }
 
 nri::Pod RealisticPod(int i) {

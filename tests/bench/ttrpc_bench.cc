@@ -23,6 +23,7 @@
 #include "nri-agent/mux/ttrpc_peer.h"
 #include "nri-agent/nri/convert.h"
 #include "nri-agent/nri/plugin.h"
+#include "tests/bench/kubelet_like_container.h"
 #include "tests/testing/quiet_plugin_handler.h"
 
 namespace dracpu {
@@ -125,19 +126,9 @@ class TrivialHandler : public testing::QuietPluginHandler {
 
 // A container as a kubelet would create it: a dozen env vars and annotations.
 nri::Container RealisticContainer(int i) {
-  nri::Container c;
-  c.id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab" + std::to_string(i);
-  c.pod_sandbox_id = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba98765432";
-  c.name = "container-" + std::to_string(i);
-  c.state = nri::ContainerState::kRunning;
-  for (int e = 0; e < 12; ++e) {
-    c.env.push_back("KUBERNETES_SERVICE_VAR_" + std::to_string(e) + "=10.96.0." +
-                    std::to_string(e));
-  }
-  for (int a = 0; a < 10; ++a) {
-    c.annotations["io.kubernetes.annotation-" + std::to_string(a)] = "value-" + std::to_string(a);
-  }
-  c.cpuset = {"0-63", "0-1"};
+  nri::Container c = bench::KubeletLikeContainer(
+      "0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab" + std::to_string(i),
+      "fedcba9876543210fedcba9876543210fedcba9876543210fedcba98765432", i, {"0-63", "0-1"});
   c.pid = 1000 + static_cast<uint32_t>(i);
   return c;
 }
