@@ -15,6 +15,7 @@
 #include "common/topology_discovery.h"
 #include "dra-agent/slices/device_catalog.h"
 #include "dra-agent/slices/slice_document.h"
+#include "tests/integration/device_modes.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/sysfs_fixture.h"
@@ -22,16 +23,7 @@
 namespace dracpu::dra {
 namespace {
 
-struct Mode {
-  const char* name;
-  CpuDeviceMode mode;
-  GroupBy group_by;
-};
-
-const Mode kModes[] = {{"numanode", CpuDeviceMode::kGrouped, GroupBy::kNumaNode},
-                       {"socket", CpuDeviceMode::kGrouped, GroupBy::kSocket},
-                       {"machine", CpuDeviceMode::kGrouped, GroupBy::kMachine},
-                       {"individual", CpuDeviceMode::kIndividual, GroupBy::kNumaNode}};
+constexpr const auto& kModes = dracpu::testing::kAllDeviceModes;
 
 class SlicesCorpusTest : public ::testing::TestWithParam<std::string> {};
 
@@ -44,7 +36,7 @@ TEST_P(SlicesCorpusTest, EveryModeMatchesTheTopology) {
   auto topology = DiscoverTopology(**fs);
   ASSERT_THAT(topology, IsOk());
   const std::regex dns_label("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
-  for (const Mode& m : kModes) {
+  for (const auto& m : kModes) {
     for (bool pcie : {false, true}) {
       SCOPED_TRACE(std::string(m.name) + (pcie ? " with pcieRoot" : ""));
       CatalogOptions o;

@@ -13,22 +13,14 @@
 #include "dra-agent/slices/slice_document.h"
 #include "dra-agent/slices/slice_publisher.h"
 #include "tests/integration/slices_publisher_support.h"
+#include "tests/integration/device_modes.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/sysfs_fixture.h"
 
 namespace dracpu::dra {
 namespace {
 
-struct Mode {
-  const char* name;
-  CpuDeviceMode mode;
-  GroupBy group_by;
-};
-
-const Mode kModes[] = {{"numanode", CpuDeviceMode::kGrouped, GroupBy::kNumaNode},
-                       {"socket", CpuDeviceMode::kGrouped, GroupBy::kSocket},
-                       {"machine", CpuDeviceMode::kGrouped, GroupBy::kMachine},
-                       {"individual", CpuDeviceMode::kIndividual, GroupBy::kNumaNode}};
+constexpr const auto& kModes = dracpu::testing::kAllDeviceModes;
 
 class SlicesPublisherCorpusTest : public ::testing::TestWithParam<std::string> {};
 
@@ -50,7 +42,7 @@ TEST_P(SlicesPublisherCorpusTest, EveryModePublishesValidMatchingSlices) {
   auto publisher = SlicePublisher::Create(env.client(), clock, random, po);
   ASSERT_THAT(publisher, IsOk());
   int64_t last_generation = 0;
-  for (const Mode& m : kModes) {
+  for (const auto& m : kModes) {
     for (bool pcie : {false, true}) {
       SCOPED_TRACE(std::string(m.name) + (pcie ? " with pcieRoot" : ""));
       CatalogOptions o;
