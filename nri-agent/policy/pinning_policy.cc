@@ -428,9 +428,16 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
     TrackedContainer t = Track(pod, *c);
     t.kind = shm::ContainerKind::kShared;
     auto envs = ParseEnv(*c);
+    // A stopped container is never updated, and one whose claim was released after it stopped
+    // is the normal end of a pod (the kubelet unprepares once no container runs): no warning.
+    auto warn = [&](const std::string& why) {
+      if (!t.stopped) {
+        warnings_.push_back("container " + Describe(pod, *c) + ": " + why +
+                            "; re-pinned to the shared pool");
+      }
+    };
     if (!envs.ok()) {
-      warnings_.push_back("container " + Describe(pod, *c) + ": " + envs.status().ToString() +
-                          "; re-pinned to the shared pool");
+      warn(envs.status().ToString());
     } else if (!envs->empty()) {
       CpuSet env_cpus;
       for (const ClaimEnv& e : *envs) env_cpus |= e.cpus;
@@ -453,9 +460,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
           }
         }
         if (!verified.ok() || !conflict.empty()) {
-          warnings_.push_back("container " + Describe(pod, *c) + ": " +
-                              (verified.ok() ? conflict : verified.status().ToString()) +
-                              "; re-pinned to the shared pool");
+          warn(verified.ok() ? conflict : verified.status().ToString());
         } else {
           t.kind = shm::ContainerKind::kExclusive;
           t.claim_uids = verified->claim_uids;

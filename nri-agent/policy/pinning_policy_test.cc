@@ -269,6 +269,20 @@ TEST_F(PolicyTest, StopKeepsRemoveRemoves) {
   EXPECT_TRUE(policy_.RemoveContainer(pod, c).ok());
 }
 
+// After a restart the runtime still lists stopped containers whose claims the kubelet already
+// unprepared: that is a pod's normal end, not a forged claim, so it is not warned about.
+TEST_F(PolicyTest, SynchronizeDoesNotWarnAboutStoppedContainersOfReleasedClaims) {
+  PinningPolicy restarted(seg_.nri(), PolicyOptions{});
+  auto p1 = MakePod("p1");
+  nri::Container stopped = MakeContainer("x1", p1, "a", {ClaimVar(3, "2-3")}, "2-3");
+  stopped.state = nri::ContainerState::kStopped;
+  nri::Container running = MakeContainer("x2", p1, "b", {ClaimVar(4, "4-5")}, "4-5");
+  ASSERT_TRUE(restarted.Synchronize({p1}, {stopped, running}).ok());
+  const std::vector<std::string> warnings = restarted.TakeWarnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("x2"));
+}
+
 TEST_F(PolicyTest, SynchronizeRebuildsMergesAndRepins) {
   seg_.Prepare(1, Cpus("2-3"));
   seg_.Prepare(2, Cpus("4-5"));  // prepared, no container yet: must survive
