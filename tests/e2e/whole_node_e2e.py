@@ -21,7 +21,9 @@ from whole_node import WholeNode, cpulist, fmt  # noqa: E402
 
 MACHINE = "intel-skylake-sp-2s-ht-pci"  # 2 sockets, 2 NUMA nodes, HT: 0-7,16-23 / 8-15,24-31
 NUMA0 = cpulist("0-7,16-23")
+NUMA1 = cpulist("8-15,24-31")
 UID_A = "aaaaaaaa-0000-4000-8000-00000000000a"
+UID_B = "bbbbbbbb-0000-4000-8000-00000000000b"
 UID_UNPREPARED = "dddddddd-0000-4000-8000-00000000000d"
 
 
@@ -79,6 +81,17 @@ def run(node):
     check(r["ok"] and cpulist(r["cpus"]) == pool, "creation works after the runtime restart: %s" % r)
     check("dracpu_nri_requests_total" in node.metrics("nri") and
           "dra_cpu_allocated_cpus" in node.metrics("dra"), "both agents serve /metrics")
+    # A kubelet that speaks only v1beta1 (Kubernetes 1.32/1.33) prepares and unprepares too.
+    node.add_claim(UID_B, "cpudevnuma001", 2)
+    rc, out = node.kubelet_cli("--versions", "v1beta1.DRAPlugin", "prepare", *node._refs([UID_B]))
+    cpus_b = node.claim_cpus(UID_B) or set()
+    check(rc == 0 and out[UID_B]["error"] == "" and len(cpus_b) == 2 and cpus_b <= NUMA1,
+          "v1beta1 kubelet: claim B prepared on NUMA node 1: %s %s" % (fmt(cpus_b), out))
+    r = node.create("cb", "sb-b", claim_uids=[UID_B])
+    check(r["ok"] and cpulist(r["cpus"]) == cpus_b, "claim B's container pinned: %s" % r)
+    check(node.stop("cb")["ok"] and node.remove("cb")["ok"], "claim B's container removed")
+    rc, out = node.kubelet_cli("--versions", "v1beta1.DRAPlugin", "unprepare", *node._refs([UID_B]))
+    check(rc == 0 and node.claim_cpus(UID_B) is None, "v1beta1 kubelet: claim B unprepared: %s" % out)
     ok, text = node.shm_verify()
     check(ok, "dracpu-shm verify passes: %s" % text)
 
