@@ -11,7 +11,7 @@ DEB_PACKAGES := g++ meson ninja-build pkg-config python3 python3-yaml \
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test asan bench demo soak clean
+.PHONY: all deps build test asan bench demo soak format format-check clean
 
 all: build
 
@@ -65,6 +65,16 @@ soak: build
 	@DRACPU_SHARED_DIR="$${DRACPU_SHARED_DIR:-$(CURDIR)/../shared}" python3 tests/soak/soak.py $(BUILD) \
 	  --seed $(SEED) --steps $(STEPS) $(if $(MACHINE),--machine $(MACHINE)) $(if $(RUNTIME),--runtime $(RUNTIME)) \
 	  || { rc=$$?; [ $$rc = 77 ] || echo "make soak: FAILED with SEED=$(SEED) STEPS=$(STEPS)"; exit $$rc; }
+
+# clang-format (the tree's .clang-format, Google base) over every tracked C++ file: `format`
+# rewrites them, `format-check` fails on the first file it would change (run by .ci/run).
+CXX_SOURCES = $(shell git ls-files '*.cc' '*.h')
+format:
+	@command -v clang-format >/dev/null || $(MAKE) --no-print-directory DEB_PACKAGES=clang-format deps
+	clang-format -i $(CXX_SOURCES)
+format-check:
+	@command -v clang-format >/dev/null || $(MAKE) --no-print-directory DEB_PACKAGES=clang-format deps
+	@clang-format --dry-run -Werror $(CXX_SOURCES) && echo "format-check: $(words $(CXX_SOURCES)) files clean"
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -52,7 +52,8 @@ Result<std::optional<ClaimEnv>> ParseClaimEnvEntry(std::string_view entry) {
     return InvalidArgumentError("environment variable " + std::string(name) +
                                 " has a newline in its value");
   }
-  ASSIGN_OR_RETURN(CpuSet cpus, CpuSet::ParseList(value, "environment variable " + std::string(name)));
+  ASSIGN_OR_RETURN(CpuSet cpus,
+                   CpuSet::ParseList(value, "environment variable " + std::string(name)));
   if (cpus.Empty()) {
     return InvalidArgumentError("environment variable " + std::string(name) + " names no CPUs");
   }

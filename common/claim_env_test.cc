@@ -41,18 +41,18 @@ TEST_P(ClaimEnvRejects, FailsClosedWithTheVariableName) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr(GetParam().reason)));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Forged, ClaimEnvRejects,
-    ::testing::Values(BadEntry{"DRA_CPUSET_abc", "DRA_CPUSET_abc has no value"},
-                      BadEntry{"DRA_CPUSET_abc=", "names no CPUs"},
-                      BadEntry{"DRA_CPUSET_abc=1-", "missing CPU id"},
-                      BadEntry{"DRA_CPUSET_abc=0-3,", "empty item"},
-                      BadEntry{"DRA_CPUSET_abc= 1", "expected a CPU id"},
-                      BadEntry{"DRA_CPUSET_abc=99999", "out of range"},
-                      BadEntry{"DRA_CPUSET_=1", "claim uid is empty"},
-                      BadEntry{"DRA_CPUSET_a/b=1", "other than letters"},
-                      BadEntry{"DRA_CPUSET_-ab=1", "must start and end"},
-                      BadEntry{"DRA_CPUSET_abc=1\n2", "newline"}));
+INSTANTIATE_TEST_SUITE_P(Forged, ClaimEnvRejects,
+                         ::testing::Values(BadEntry{"DRA_CPUSET_abc",
+                                                    "DRA_CPUSET_abc has no value"},
+                                           BadEntry{"DRA_CPUSET_abc=", "names no CPUs"},
+                                           BadEntry{"DRA_CPUSET_abc=1-", "missing CPU id"},
+                                           BadEntry{"DRA_CPUSET_abc=0-3,", "empty item"},
+                                           BadEntry{"DRA_CPUSET_abc= 1", "expected a CPU id"},
+                                           BadEntry{"DRA_CPUSET_abc=99999", "out of range"},
+                                           BadEntry{"DRA_CPUSET_=1", "claim uid is empty"},
+                                           BadEntry{"DRA_CPUSET_a/b=1", "other than letters"},
+                                           BadEntry{"DRA_CPUSET_-ab=1", "must start and end"},
+                                           BadEntry{"DRA_CPUSET_abc=1\n2", "newline"}));
 
 TEST(ClaimEnv, UidRules) {
   EXPECT_THAT(ValidateClaimUid("a"), IsOk());

@@ -54,9 +54,9 @@ Status ParseCpuId(std::string_view what, std::string_view full, std::string_view
   if (ec == std::errc::result_out_of_range || value >= CpuSet::kMaxCpus) {
     std::string shown(body.substr(start, std::min<size_t>(pos - start, 24)));
     if (pos - start > 24) shown += "...";
-    return ParseError(what, full, start,
-                      "CPU id " + shown + " out of range (max " +
-                          std::to_string(CpuSet::kMaxCpus - 1) + ")");
+    return ParseError(
+        what, full, start,
+        "CPU id " + shown + " out of range (max " + std::to_string(CpuSet::kMaxCpus - 1) + ")");
   }
   (void)ptr;
   out = static_cast<int>(value);

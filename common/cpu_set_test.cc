@@ -26,14 +26,15 @@ TEST_P(CpuListRoundTrip, ParsesAndPrintsCanonically) {
   EXPECT_EQ(set->ToListString(), GetParam().canonical);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Lists, CpuListRoundTrip,
-    ::testing::Values(ListCase{"", ""}, ListCase{"\n", ""}, ListCase{"0", "0"},
-                      ListCase{"0-3,8,10-11", "0-3,8,10-11"}, ListCase{"0-3,8,10-11\n", "0-3,8,10-11"},
-                      ListCase{"3,2,1,0", "0-3"}, ListCase{"0,1", "0-1"}, ListCase{"5-5", "5"},
-                      ListCase{"0-2,1-4", "0-4"}, ListCase{"63-64", "63-64"},
-                      ListCase{"8191", "8191"}, ListCase{"0-8191", "0-8191"},
-                      ListCase{"007", "7"}, ListCase{"1,3,5,7", "1,3,5,7"}));
+INSTANTIATE_TEST_SUITE_P(Lists, CpuListRoundTrip,
+                         ::testing::Values(ListCase{"", ""}, ListCase{"\n", ""}, ListCase{"0", "0"},
+                                           ListCase{"0-3,8,10-11", "0-3,8,10-11"},
+                                           ListCase{"0-3,8,10-11\n", "0-3,8,10-11"},
+                                           ListCase{"3,2,1,0", "0-3"}, ListCase{"0,1", "0-1"},
+                                           ListCase{"5-5", "5"}, ListCase{"0-2,1-4", "0-4"},
+                                           ListCase{"63-64", "63-64"}, ListCase{"8191", "8191"},
+                                           ListCase{"0-8191", "0-8191"}, ListCase{"007", "7"},
+                                           ListCase{"1,3,5,7", "1,3,5,7"}));
 
 struct BadCase {
   std::string text;
@@ -50,18 +51,20 @@ TEST_P(CpuListRejects, NamesTheProblem) {
 
 INSTANTIATE_TEST_SUITE_P(
     Malformed, CpuListRejects,
-    ::testing::Values(BadCase{",", "empty item at offset 0"}, BadCase{"1,,2", "empty item at offset 2"},
-                      BadCase{"1,", "empty item at offset 2"}, BadCase{"3-1", "reversed range 3-1"},
-                      BadCase{"-1", "sign not allowed"}, BadCase{"+1", "sign not allowed"},
-                      BadCase{"1-+2", "sign not allowed"}, BadCase{"8192", "out of range"},
-                      BadCase{"99999999999999999999999", "out of range"},
-                      BadCase{"1-", "missing CPU id"}, BadCase{"a", "expected a CPU id"},
-                      BadCase{"1 ,2", "unexpected character"}, BadCase{" 1", "expected a CPU id"},
-                      BadCase{"1\n\n", "unexpected character"}, BadCase{"1-2-3", "unexpected character"},
-                      BadCase{"0x1", "unexpected character"}, BadCase{"1:2", "unexpected character"}));
+    ::testing::Values(
+        BadCase{",", "empty item at offset 0"}, BadCase{"1,,2", "empty item at offset 2"},
+        BadCase{"1,", "empty item at offset 2"}, BadCase{"3-1", "reversed range 3-1"},
+        BadCase{"-1", "sign not allowed"}, BadCase{"+1", "sign not allowed"},
+        BadCase{"1-+2", "sign not allowed"}, BadCase{"8192", "out of range"},
+        BadCase{"99999999999999999999999", "out of range"}, BadCase{"1-", "missing CPU id"},
+        BadCase{"a", "expected a CPU id"}, BadCase{"1 ,2", "unexpected character"},
+        BadCase{" 1", "expected a CPU id"}, BadCase{"1\n\n", "unexpected character"},
+        BadCase{"1-2-3", "unexpected character"}, BadCase{"0x1", "unexpected character"},
+        BadCase{"1:2", "unexpected character"}));
 
 TEST(CpuSetMask, ParsesKernelMasks) {
-  EXPECT_THAT(CpuSet::ParseMask("00000000,0000ff01\n"), IsOkAndHolds(CpuSet::ParseList("0,8-15").value()));
+  EXPECT_THAT(CpuSet::ParseMask("00000000,0000ff01\n"),
+              IsOkAndHolds(CpuSet::ParseList("0,8-15").value()));
   EXPECT_THAT(CpuSet::ParseMask("ff"), IsOkAndHolds(CpuSet::Range(0, 7)));
   EXPECT_THAT(CpuSet::ParseMask("00000001,00000000,00000000"), IsOkAndHolds(CpuSet{64}));
   EXPECT_THAT(CpuSet::ParseMask("00000000"), IsOkAndHolds(CpuSet()));
@@ -69,16 +72,23 @@ TEST(CpuSetMask, ParsesKernelMasks) {
 }
 
 TEST(CpuSetMask, RejectsMalformedMasks) {
-  EXPECT_THAT(CpuSet::ParseMask(""), StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty mask")));
-  EXPECT_THAT(CpuSet::ParseMask("ff,,ff"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty word at offset 3")));
-  EXPECT_THAT(CpuSet::ParseMask("ff,"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty word")));
-  EXPECT_THAT(CpuSet::ParseMask("123456789"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("longer than 8")));
-  EXPECT_THAT(CpuSet::ParseMask("0000zz00"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a hex digit at offset 4")));
-  EXPECT_THAT(CpuSet::ParseMask("-1"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a hex digit")));
+  EXPECT_THAT(CpuSet::ParseMask(""),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty mask")));
+  EXPECT_THAT(CpuSet::ParseMask("ff,,ff"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty word at offset 3")));
+  EXPECT_THAT(CpuSet::ParseMask("ff,"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty word")));
+  EXPECT_THAT(CpuSet::ParseMask("123456789"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("longer than 8")));
+  EXPECT_THAT(CpuSet::ParseMask("0000zz00"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a hex digit at offset 4")));
+  EXPECT_THAT(CpuSet::ParseMask("-1"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a hex digit")));
   // 257 words: bit 8192 is one past the capacity.
   std::string too_big = "00000001";
   for (int i = 0; i < 256; ++i) too_big += ",00000000";
-  EXPECT_THAT(CpuSet::ParseMask(too_big), StatusIs(StatusCode::kInvalidArgument, HasSubstr("beyond the maximum")));
+  EXPECT_THAT(CpuSet::ParseMask(too_big),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("beyond the maximum")));
   // Leading zero words beyond capacity are harmless.
   std::string zero_padded = "00000000";
   for (int i = 0; i < 256; ++i) zero_padded += ",00000000";

@@ -6,8 +6,7 @@ namespace dracpu {
 namespace {
 
 template <typename Group>
-Status CheckGroupsOnline(const std::vector<Group>& groups, const CpuSet& online,
-                         const char* kind) {
+Status CheckGroupsOnline(const std::vector<Group>& groups, const CpuSet& online, const char* kind) {
   for (const Group& g : groups) {
     if (!g.cpus.IsSubsetOf(online)) {
       return InternalError(std::string(kind) + " " + std::to_string(g.id) +
@@ -21,9 +20,12 @@ Status CheckGroupsOnline(const std::vector<Group>& groups, const CpuSet& online,
 
 const char* CoreTypeName(CoreType type) {
   switch (type) {
-    case CoreType::kStandard: return "standard";
-    case CoreType::kPerformance: return "p-core";
-    case CoreType::kEfficiency: return "e-core";
+    case CoreType::kStandard:
+      return "standard";
+    case CoreType::kPerformance:
+      return "p-core";
+    case CoreType::kEfficiency:
+      return "e-core";
   }
   return "standard";
 }
@@ -71,8 +73,8 @@ Status CpuTopology::Validate() const {
   }
   int previous = -1;
   for (const CpuInfo& info : cpus) {
-    if (info.id <= previous) return InternalError("cpus is not sorted by id at " +
-                                                  std::to_string(info.id));
+    if (info.id <= previous)
+      return InternalError("cpus is not sorted by id at " + std::to_string(info.id));
     previous = info.id;
     if (!online.Contains(info.id)) {
       return InternalError("cpu " + std::to_string(info.id) + " has a record but is not online");

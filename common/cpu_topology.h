@@ -89,7 +89,7 @@ struct CpuTopology {
   CpuSet isolated;
 
   bool smt_enabled = false;
-  std::string smt_control;           // content of smt/control, "" when absent
+  std::string smt_control;            // content of smt/control, "" when absent
   std::vector<int> threads_per_core;  // distinct values, ascending (e.g. {1, 2} on hybrid parts)
 
   std::vector<CpuGroup> packages;

@@ -24,9 +24,10 @@ constexpr EnumName<CpuDeviceMode> kCpuDeviceModes[] = {{CpuDeviceMode::kGrouped,
                                                        {CpuDeviceMode::kIndividual, "individual"}};
 constexpr EnumName<GroupBy> kGroupBys[] = {
     {GroupBy::kNumaNode, "numanode"}, {GroupBy::kSocket, "socket"}, {GroupBy::kMachine, "machine"}};
-constexpr EnumName<SharedPoolUpdates> kSharedPoolUpdates[] = {{SharedPoolUpdates::kAuto, "auto"},
-                                                              {SharedPoolUpdates::kAlways, "always"},
-                                                              {SharedPoolUpdates::kNever, "never"}};
+constexpr EnumName<SharedPoolUpdates> kSharedPoolUpdates[] = {
+    {SharedPoolUpdates::kAuto, "auto"},
+    {SharedPoolUpdates::kAlways, "always"},
+    {SharedPoolUpdates::kNever, "never"}};
 constexpr EnumName<CoreTypePreference> kCoreTypes[] = {
     {CoreTypePreference::kPerformance, "performance"},
     {CoreTypePreference::kEfficiency, "efficiency"},
@@ -171,9 +172,13 @@ struct Problem {
 
 std::string_view CpuDeviceModeName(CpuDeviceMode m) { return NameOf(kCpuDeviceModes, m); }
 std::string_view GroupByName(GroupBy g) { return NameOf(kGroupBys, g); }
-std::string_view SharedPoolUpdatesName(SharedPoolUpdates u) { return NameOf(kSharedPoolUpdates, u); }
+std::string_view SharedPoolUpdatesName(SharedPoolUpdates u) {
+  return NameOf(kSharedPoolUpdates, u);
+}
 std::string_view CoreTypePreferenceName(CoreTypePreference p) { return NameOf(kCoreTypes, p); }
-Result<CpuDeviceMode> ParseCpuDeviceMode(std::string_view t) { return ParseEnum(kCpuDeviceModes, t); }
+Result<CpuDeviceMode> ParseCpuDeviceMode(std::string_view t) {
+  return ParseEnum(kCpuDeviceModes, t);
+}
 Result<GroupBy> ParseGroupBy(std::string_view t) { return ParseEnum(kGroupBys, t); }
 Result<SharedPoolUpdates> ParseSharedPoolUpdates(std::string_view t) {
   return ParseEnum(kSharedPoolUpdates, t);
@@ -226,11 +231,14 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
     auto setter = Setters().find(key);
     if (setter == Setters().end()) {
       const std::string other_case = SameKeyOtherCase(key);
-      problem(other_case.empty() ? "unknown key" : "unknown key (keys are case-sensitive: did you mean \"" + other_case + "\"?)");
+      problem(other_case.empty()
+                  ? "unknown key"
+                  : "unknown key (keys are case-sensitive: did you mean \"" + other_case + "\"?)");
       continue;
     }
     if (!entry.second.IsScalar()) {
-      problem(entry.second.IsNull() ? "has no value" : "must be a single value, not a list or mapping");
+      problem(entry.second.IsNull() ? "has no value"
+                                    : "must be a single value, not a list or mapping");
       continue;
     }
     const std::string value = entry.second.Scalar();

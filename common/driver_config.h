@@ -54,8 +54,7 @@ struct DriverConfig {
 // Parses the YAML text of a config file onto `config` (which holds defaults or earlier values).
 // `source` names the file in messages. On error `config` is left unchanged and the Status
 // (INVALID_ARGUMENT) lists every problem, one per line: "<source>:<line>: key \"k\": reason".
-Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
-                         DriverConfig& config);
+Status ParseDriverConfig(std::string_view yaml_text, std::string_view source, DriverConfig& config);
 
 // Spellings used in the file, flags and messages.
 std::string_view CpuDeviceModeName(CpuDeviceMode mode);  // "grouped" / "individual"

@@ -87,22 +87,25 @@ TEST_P(DriverConfigRejects, NamesKeyValueAndLine) {
 
 INSTANTIATE_TEST_SUITE_P(
     Bad, DriverConfigRejects,
-    ::testing::Values(
-        BadConfig{"groupBy: numa\n", "config.yaml:1: key \"groupBy\": value \"numa\": \"numa\" is not one of numanode, socket, machine"},
-        BadConfig{"minSharedCPUs: 2\nfoo: 1\n", "config.yaml:2: key \"foo\": unknown key"},
-        BadConfig{"groupby: socket\n", "did you mean \"groupBy\"?"},
-        BadConfig{"groupBy: socket\ngroupBy: machine\n", "config.yaml:2: key \"groupBy\": duplicate key"},
-        BadConfig{"reservedCPUs: 3-1\n", "reservedCPUs \"3-1\": reversed range"},
-        BadConfig{"minSharedCPUs: 0\n", "must be a whole number from 1"},
-        BadConfig{"minSharedCPUs: 2x\n", "must be a whole number from 1"},
-        BadConfig{"fullPCPUsOnly: yes\n", "\"yes\" is not true or false"},
-        BadConfig{"bindAddress: :9090\n", "is a flag only (--bind-address)"},
-        BadConfig{"sysfsOverlay: {}\n", "not supported"},
-        BadConfig{"apiVersion: v2\n", "only v1alpha1"},
-        BadConfig{"groupBy:\n", "has no value"},
-        BadConfig{"groupBy: [a, b]\n", "must be a single value"},
-        BadConfig{"- a\n- b\n", "must be a flat mapping"},
-        BadConfig{"groupBy: [socket\n", "not valid YAML"}));
+    ::testing::Values(BadConfig{"groupBy: numa\n",
+                                "config.yaml:1: key \"groupBy\": value \"numa\": \"numa\" is not "
+                                "one of numanode, socket, machine"},
+                      BadConfig{"minSharedCPUs: 2\nfoo: 1\n",
+                                "config.yaml:2: key \"foo\": unknown key"},
+                      BadConfig{"groupby: socket\n", "did you mean \"groupBy\"?"},
+                      BadConfig{"groupBy: socket\ngroupBy: machine\n",
+                                "config.yaml:2: key \"groupBy\": duplicate key"},
+                      BadConfig{"reservedCPUs: 3-1\n", "reservedCPUs \"3-1\": reversed range"},
+                      BadConfig{"minSharedCPUs: 0\n", "must be a whole number from 1"},
+                      BadConfig{"minSharedCPUs: 2x\n", "must be a whole number from 1"},
+                      BadConfig{"fullPCPUsOnly: yes\n", "\"yes\" is not true or false"},
+                      BadConfig{"bindAddress: :9090\n", "is a flag only (--bind-address)"},
+                      BadConfig{"sysfsOverlay: {}\n", "not supported"},
+                      BadConfig{"apiVersion: v2\n", "only v1alpha1"},
+                      BadConfig{"groupBy:\n", "has no value"},
+                      BadConfig{"groupBy: [a, b]\n", "must be a single value"},
+                      BadConfig{"- a\n- b\n", "must be a flat mapping"},
+                      BadConfig{"groupBy: [socket\n", "not valid YAML"}));
 
 TEST(DriverConfig, ReportsEveryProblemAtOnce) {
   DriverConfig c;

@@ -25,18 +25,18 @@ void FlagParser::Bool(std::string name, bool* target, std::string help) {
 }
 
 void FlagParser::Int(std::string name, int* target, std::string help) {
-  flags_[std::move(name)] = {"N",
-                             [target](std::string_view v) {
-                               int n = 0;
-                               const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-                               if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
-                                 return InvalidArgumentError("\"" + std::string(v) +
-                                                             "\" is not a whole number");
-                               }
-                               *target = n;
-                               return Status::Ok();
-                             },
-                             std::move(help)};
+  flags_[std::move(name)] = {
+      "N",
+      [target](std::string_view v) {
+        int n = 0;
+        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (v.empty() || ec != std::errc() || p != v.data() + v.size()) {
+          return InvalidArgumentError("\"" + std::string(v) + "\" is not a whole number");
+        }
+        *target = n;
+        return Status::Ok();
+      },
+      std::move(help)};
 }
 
 void FlagParser::Custom(std::string name, std::string value_name,

@@ -25,17 +25,21 @@ FlagParser Parser(Flags& f) {
   p.String("node-name", &f.node, "node name");
   p.Bool("expose-pcie-roots", &f.expose, "publish PCIe roots");
   p.Int("v", &f.v, "log verbosity");
-  p.Custom("reserved-cpus", "CPULIST", [&f](std::string_view v) -> Status {
-    ASSIGN_OR_RETURN(f.reserved, CpuSet::ParseList(v, "reserved CPUs"));
-    return Status::Ok();
-  }, "reserved CPUs");
+  p.Custom(
+      "reserved-cpus", "CPULIST",
+      [&f](std::string_view v) -> Status {
+        ASSIGN_OR_RETURN(f.reserved, CpuSet::ParseList(v, "reserved CPUs"));
+        return Status::Ok();
+      },
+      "reserved CPUs");
   return p;
 }
 
 TEST(FlagParser, GoStyleSpellings) {
   Flags f;
   FlagParser p = Parser(f);
-  auto rest = p.Parse({"--node-name=n1", "-v", "4", "--expose-pcie-roots", "--reserved-cpus", "0-1"});
+  auto rest =
+      p.Parse({"--node-name=n1", "-v", "4", "--expose-pcie-roots", "--reserved-cpus", "0-1"});
   ASSERT_THAT(rest, IsOkAndHolds(IsEmpty()));
   EXPECT_EQ(f.node, "n1");
   EXPECT_EQ(f.v, 4);
@@ -67,10 +71,14 @@ TEST(FlagParser, ErrorsNameFlagAndValue) {
   Flags f;
   FlagParser p = Parser(f);
   EXPECT_THAT(p.Parse({"--nope=1"}), StatusIs(StatusCode::kInvalidArgument, "unknown flag --nope"));
-  EXPECT_THAT(p.Parse({"--node-name"}), StatusIs(StatusCode::kInvalidArgument, HasSubstr("needs a value")));
-  EXPECT_THAT(p.Parse({"-v=x"}), StatusIs(StatusCode::kInvalidArgument, HasSubstr("flag --v=x: \"x\" is not a whole number")));
-  EXPECT_THAT(p.Parse({"--expose-pcie-roots=yes"}), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not true or false")));
-  EXPECT_THAT(p.Parse({"--reserved-cpus=3-1"}), StatusIs(StatusCode::kInvalidArgument, HasSubstr("reversed range")));
+  EXPECT_THAT(p.Parse({"--node-name"}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("needs a value")));
+  EXPECT_THAT(p.Parse({"-v=x"}), StatusIs(StatusCode::kInvalidArgument,
+                                          HasSubstr("flag --v=x: \"x\" is not a whole number")));
+  EXPECT_THAT(p.Parse({"--expose-pcie-roots=yes"}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not true or false")));
+  EXPECT_THAT(p.Parse({"--reserved-cpus=3-1"}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("reversed range")));
 }
 
 TEST(FlagParser, UsageListsEveryFlag) {

@@ -123,7 +123,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& bind_ad
   if (ec) return InvalidArgumentError("bind address \"" + bind_address + "\": " + ec.message());
   const tcp::endpoint endpoint(ip, static_cast<unsigned short>(addr.port));
   impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec && ip.is_v6() && addr.host.empty()) impl->acceptor.set_option(asio::ip::v6_only(false), ec);
+  if (!ec && ip.is_v6() && addr.host.empty())
+    impl->acceptor.set_option(asio::ip::v6_only(false), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(endpoint, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);

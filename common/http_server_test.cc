@@ -38,20 +38,30 @@ std::string Fetch(int port, const std::string& request) {
 
 TEST(HttpServer, ServesRoutesAndRefusesTheRest) {
   bool ready = false;
-  auto server = HttpServer::Start("127.0.0.1:0", {
-      {"/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; }},
-      {"/readyz", [&] { return ready ? HttpResponse{200, "text/plain", "ready\n"}
-                                     : HttpResponse{503, "text/plain", "not registered\n"}; }},
-  });
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", {
+                         {"/healthz",
+                          [] {
+                            return HttpResponse{200, "text/plain", "ok\n"};
+                          }},
+                         {"/readyz",
+                          [&] {
+                            return ready ? HttpResponse{200, "text/plain", "ready\n"}
+                                         : HttpResponse{503, "text/plain", "not registered\n"};
+                          }},
+                     });
   ASSERT_THAT(server, IsOk());
   const int port = (*server)->port();
   ASSERT_GT(port, 0);
-  EXPECT_THAT(Fetch(port, "GET /healthz HTTP/1.0\r\n\r\n"), AllOf(StartsWith("HTTP/1.0 200"), HasSubstr("ok\n")));
-  EXPECT_THAT(Fetch(port, "GET /readyz HTTP/1.0\r\n\r\n"), AllOf(StartsWith("HTTP/1.0 503"), HasSubstr("not registered")));
+  EXPECT_THAT(Fetch(port, "GET /healthz HTTP/1.0\r\n\r\n"),
+              AllOf(StartsWith("HTTP/1.0 200"), HasSubstr("ok\n")));
+  EXPECT_THAT(Fetch(port, "GET /readyz HTTP/1.0\r\n\r\n"),
+              AllOf(StartsWith("HTTP/1.0 503"), HasSubstr("not registered")));
   ready = true;
   EXPECT_THAT(Fetch(port, "GET /readyz?verbose HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 200"));
   EXPECT_THAT(Fetch(port, "GET /nope HTTP/1.0\r\n\r\n"), StartsWith("HTTP/1.0 404"));
-  EXPECT_THAT(Fetch(port, "POST /healthz HTTP/1.0\r\nContent-Length: 0\r\n\r\n"), StartsWith("HTTP/1.0 405"));
+  EXPECT_THAT(Fetch(port, "POST /healthz HTTP/1.0\r\nContent-Length: 0\r\n\r\n"),
+              StartsWith("HTTP/1.0 405"));
   EXPECT_THAT(Fetch(port, "garbage\r\n\r\n"), ::testing::Not(HasSubstr("200")));
   (*server)->Stop();
   (*server)->Stop();  // idempotent
@@ -59,9 +69,12 @@ TEST(HttpServer, ServesRoutesAndRefusesTheRest) {
 
 TEST(HttpServer, BindAddresses) {
   EXPECT_THAT(ParseBindAddress(":8080"), IsOkAndHolds(::testing::Field(&BindAddress::port, 8080)));
-  EXPECT_THAT(ParseBindAddress("[::1]:9090"), IsOkAndHolds(::testing::Field(&BindAddress::host, "::1")));
-  EXPECT_THAT(ParseBindAddress("8080"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("no :port")));
-  EXPECT_THAT(ParseBindAddress(":http"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a number")));
+  EXPECT_THAT(ParseBindAddress("[::1]:9090"),
+              IsOkAndHolds(::testing::Field(&BindAddress::host, "::1")));
+  EXPECT_THAT(ParseBindAddress("8080"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("no :port")));
+  EXPECT_THAT(ParseBindAddress(":http"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a number")));
   EXPECT_THAT(ParseBindAddress(":70000"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(HttpServer::Start("nohost.invalid:1", {}), StatusIs(StatusCode::kInvalidArgument));
 }
@@ -77,7 +90,8 @@ TEST(Metrics, PrometheusTextFormat) {
   MetricsRegistry r;
   Metric& claims = r.AddCounter("dra_cpu_prepare_claims_total", "Claims prepared.", {"result"});
   Metric& free = r.AddGauge("dra_cpu_shared_cpus", "CPUs in the shared pool.");
-  Metric& latency = r.AddHistogram("dra_cpu_prepare_seconds", "Prepare latency.", {}, {0.001, 0.01});
+  Metric& latency =
+      r.AddHistogram("dra_cpu_prepare_seconds", "Prepare latency.", {}, {0.001, 0.01});
   claims.Add({"success"}, 1);
   claims.Add({"success"}, 2);
   claims.Add({"error"}, 1);

@@ -28,9 +28,12 @@ std::string EscapeLabel(const std::string& v) {
 
 const char* KindName(Metric::Kind k) {
   switch (k) {
-    case Metric::Kind::kCounter: return "counter";
-    case Metric::Kind::kGauge: return "gauge";
-    case Metric::Kind::kHistogram: return "histogram";
+    case Metric::Kind::kCounter:
+      return "counter";
+    case Metric::Kind::kGauge:
+      return "gauge";
+    case Metric::Kind::kHistogram:
+      return "histogram";
   }
   return "untyped";
 }
@@ -39,8 +42,11 @@ const char* KindName(Metric::Kind k) {
 
 Metric::Metric(Kind kind, std::string name, std::string help, std::vector<std::string> label_names,
                std::vector<double> buckets)
-    : kind_(kind), name_(std::move(name)), help_(std::move(help)),
-      label_names_(std::move(label_names)), bounds_(std::move(buckets)) {}
+    : kind_(kind),
+      name_(std::move(name)),
+      help_(std::move(help)),
+      label_names_(std::move(label_names)),
+      bounds_(std::move(buckets)) {}
 
 void Metric::Add(const LabelValues& labels, double delta) {
   if (kind_ == Kind::kCounter && delta < 0) return;
@@ -97,7 +103,8 @@ void Metric::Render(std::string& out) const {
       out += name_ + "_bucket" + LabelText(labels, "le=\"" + FormatValue(bounds_[i]) + "\"") + " " +
              std::to_string(s.buckets[i]) + "\n";
     }
-    out += name_ + "_bucket" + LabelText(labels, "le=\"+Inf\"") + " " + std::to_string(s.count) + "\n";
+    out +=
+        name_ + "_bucket" + LabelText(labels, "le=\"+Inf\"") + " " + std::to_string(s.count) + "\n";
     out += name_ + "_sum" + LabelText(labels) + " " + FormatValue(s.value) + "\n";
     out += name_ + "_count" + LabelText(labels) + " " + std::to_string(s.count) + "\n";
   }
@@ -134,8 +141,8 @@ std::string MetricsRegistry::RenderText() const {
 }
 
 std::vector<double> LatencyBuckets() {
-  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-          5, 10};
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+          0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10};
 }
 
 }  // namespace dracpu

@@ -35,9 +35,9 @@ class Metric {
 
  private:
   struct Series {
-    double value = 0;                 // counter/gauge value, histogram sum
-    uint64_t count = 0;               // histogram observations
-    std::vector<uint64_t> buckets;    // histogram cumulative-by-render counts per bucket
+    double value = 0;               // counter/gauge value, histogram sum
+    uint64_t count = 0;             // histogram observations
+    std::vector<uint64_t> buckets;  // histogram cumulative-by-render counts per bucket
   };
   std::string LabelText(const LabelValues& values, const std::string& extra = "") const;
 

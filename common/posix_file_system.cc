@@ -85,8 +85,10 @@ class PosixFileSystem final : public FileSystem {
       if (type == DT_UNKNOWN) {
         struct stat st;
         if (::fstatat(::dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-          type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK
-                                              : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+          type = S_ISDIR(st.st_mode)   ? DT_DIR
+                 : S_ISLNK(st.st_mode) ? DT_LNK
+                 : S_ISREG(st.st_mode) ? DT_REG
+                                       : DT_UNKNOWN;
         }
       }
       if (type == DT_REG) entry.type = DirEntry::Type::kFile;
@@ -119,8 +121,7 @@ class PosixFileSystem final : public FileSystem {
   bool IsDirectory(std::string_view path) const override {
     auto rel = Relative(path);
     struct stat st;
-    return rel.ok() && ::fstatat(root_fd_.get(), rel->c_str(), &st, 0) == 0 &&
-           S_ISDIR(st.st_mode);
+    return rel.ok() && ::fstatat(root_fd_.get(), rel->c_str(), &st, 0) == 0 && S_ISDIR(st.st_mode);
   }
 
   Status WriteFileAtomically(std::string_view path, std::string_view content,
@@ -136,7 +137,8 @@ class PosixFileSystem final : public FileSystem {
     if (!fd) return ErrnoStatus("create " + HostPath(tmp), errno);
     Status status = WriteAll(fd.get(), content, tmp);
     if (status.ok() && ::fchmod(fd.get(), mode) != 0) status = ErrnoStatus("chmod " + tmp, errno);
-    if (status.ok() && ::fsync(fd.get()) != 0) status = ErrnoStatus("fsync " + HostPath(tmp), errno);
+    if (status.ok() && ::fsync(fd.get()) != 0)
+      status = ErrnoStatus("fsync " + HostPath(tmp), errno);
     fd.Reset();
     if (status.ok() && ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), rel.c_str()) != 0) {
       status = ErrnoStatus("rename " + HostPath(tmp) + " to " + HostPath(path), errno);
@@ -145,7 +147,8 @@ class PosixFileSystem final : public FileSystem {
       ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
       return status;
     }
-    UniqueFd dir(::openat(root_fd_.get(), ParentOf(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    UniqueFd dir(
+        ::openat(root_fd_.get(), ParentOf(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (dir) ::fsync(dir.get());  // best effort: the rename is already visible
     return Status::Ok();
   }
@@ -169,7 +172,8 @@ class PosixFileSystem final : public FileSystem {
         return ErrnoStatus("mkdir " + HostPath(prefix), errno);
       }
     }
-    if (!IsDirectory(path)) return AlreadyExistsError(HostPath(path) + " exists and is not a directory");
+    if (!IsDirectory(path))
+      return AlreadyExistsError(HostPath(path) + " exists and is not a directory");
     return Status::Ok();
   }
 

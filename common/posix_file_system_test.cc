@@ -45,7 +45,8 @@ TEST_F(PosixFileSystemTest, ReadsRelativeToRoot) {
 TEST_F(PosixFileSystemTest, ListsSortedWithTypes) {
   auto entries = fs_->ListDirectory("/sys");
   ASSERT_THAT(entries, IsOk());
-  EXPECT_THAT(*entries, ElementsAre(Field(&DirEntry::name, "devices"), Field(&DirEntry::name, "link")));
+  EXPECT_THAT(*entries,
+              ElementsAre(Field(&DirEntry::name, "devices"), Field(&DirEntry::name, "link")));
   EXPECT_EQ((*entries)[0].type, DirEntry::Type::kDirectory);
   EXPECT_EQ((*entries)[1].type, DirEntry::Type::kSymlink);
   EXPECT_THAT(fs_->ReadLink("/sys/link"), IsOkAndHolds(std::string("devices")));

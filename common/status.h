@@ -91,9 +91,9 @@ Status ErrnoStatus(std::string_view context, int error_number);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(const T& value) : v_(value) {}                       // NOLINT: implicit by design
-  Result(T&& value) : v_(std::move(value)) {}                 // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {              // NOLINT: implicit by design
+  Result(const T& value) : v_(value) {}            // NOLINT: implicit by design
+  Result(T&& value) : v_(std::move(value)) {}      // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT: implicit by design
     assert(!std::get<Status>(v_).ok() && "Result constructed from an OK Status");
   }
 

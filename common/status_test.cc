@@ -44,7 +44,8 @@ TEST(Status, ToStringAndContext) {
 }
 
 TEST(Status, ErrnoMapping) {
-  EXPECT_THAT(ErrnoStatus("open /x", ENOENT), StatusIs(StatusCode::kNotFound, HasSubstr("open /x: ")));
+  EXPECT_THAT(ErrnoStatus("open /x", ENOENT),
+              StatusIs(StatusCode::kNotFound, HasSubstr("open /x: ")));
   EXPECT_THAT(ErrnoStatus("c", EACCES), StatusIs(StatusCode::kPermissionDenied));
   EXPECT_THAT(ErrnoStatus("c", EEXIST), StatusIs(StatusCode::kAlreadyExists));
   EXPECT_THAT(ErrnoStatus("c", EAGAIN), StatusIs(StatusCode::kUnavailable));

@@ -20,8 +20,8 @@ TEST(ParseSysfsInt, AcceptsKernelSpellingsAndDumpPadding) {
     std::string text;
     int value;
   } kCases[] = {
-      {"0\n", 0},   {"36\n", 36},         {"-1\n", -1},       {"65535\n", 65535},
-      {"7", 7},     {"8442\n\0"s, 8442},  {"3\n\n", 3},       {"2147483647\n", 2147483647},
+      {"0\n", 0}, {"36\n", 36},        {"-1\n", -1}, {"65535\n", 65535},
+      {"7", 7},   {"8442\n\0"s, 8442}, {"3\n\n", 3}, {"2147483647\n", 2147483647},
   };
   for (const auto& c : kCases) {
     EXPECT_THAT(ParseSysfsInt(c.text, "f"), IsOkAndHolds(c.value)) << c.text;
@@ -58,7 +58,7 @@ TEST(ParseSysfsIntRow, Distances) {
   EXPECT_THAT(ParseSysfsIntRow("10 21 21\n", "d"), IsOkAndHolds(ElementsAre(10, 21, 21)));
   EXPECT_THAT(ParseSysfsIntRow("10", "d"), IsOkAndHolds(ElementsAre(10)));
   for (const std::string& bad : {""s, "\n"s, "10  21\n"s, " 10\n"s, "10 \n"s, "10,21\n"s,
-                                "10 -1\n"s, "10 x\n"s, "10\t21\n"s}) {
+                                 "10 -1\n"s, "10 x\n"s, "10\t21\n"s}) {
     EXPECT_THAT(ParseSysfsIntRow(bad, "node0/distance"),
                 StatusIs(StatusCode::kInvalidArgument, HasSubstr("node0/distance")))
         << bad;
@@ -75,24 +75,21 @@ TEST(ParseSysfsWord, SmtControl) {
 }
 
 TEST(ParseSysfsCpuSets, ListsAndMasksWithPadding) {
-  EXPECT_THAT(ParseSysfsCpuList("0-3,8\n\0"s, "l"),
-              IsOkAndHolds(CpuSet({0, 1, 2, 3, 8})));
+  EXPECT_THAT(ParseSysfsCpuList("0-3,8\n\0"s, "l"), IsOkAndHolds(CpuSet({0, 1, 2, 3, 8})));
   EXPECT_THAT(ParseSysfsCpuList("\n", "l"), IsOkAndHolds(CpuSet()));
-  EXPECT_THAT(ParseSysfsCpuMask("0000,000000ff\n\n", "m"),
-              IsOkAndHolds(CpuSet::Range(0, 7)));
+  EXPECT_THAT(ParseSysfsCpuMask("0000,000000ff\n\n", "m"), IsOkAndHolds(CpuSet::Range(0, 7)));
   const struct {
     std::string text;
     bool mask;
   } kBad[] = {
-      {"0-3\0,5"s, false}, {"1,,2\n", false}, {"3-1\n", false}, {"x\n", false},
-      {"8192\n", false},   {"", true},        {"fg\n", true},   {"1,\n", true},
-      {"123456789\n", true},
+      {"0-3\0,5"s, false}, {"1,,2\n", false}, {"3-1\n", false},
+      {"x\n", false},      {"8192\n", false}, {"", true},
+      {"fg\n", true},      {"1,\n", true},    {"123456789\n", true},
   };
   for (const auto& c : kBad) {
     auto result = c.mask ? ParseSysfsCpuMask(c.text, "/sys/cpumap")
                          : ParseSysfsCpuList(c.text, "/sys/cpulist");
-    EXPECT_THAT(result, StatusIs(StatusCode::kInvalidArgument, HasSubstr("/sys/cpu")))
-        << c.text;
+    EXPECT_THAT(result, StatusIs(StatusCode::kInvalidArgument, HasSubstr("/sys/cpu"))) << c.text;
   }
 }
 

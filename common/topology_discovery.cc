@@ -69,8 +69,7 @@ Result<std::pair<bool, CpuSet>> ReadOptionalList(const FileSystem& fs, const std
 
 // online / present / possible / offline / isolated. docs/topology.md "CPU sets".
 Status DiscoverCpuSets(const FileSystem& fs, CpuTopology& topo) {
-  Result<std::vector<int>> cpu_dirs =
-      topology_internal::ListIndexedDirectories(fs, kCpuDir, "cpu");
+  Result<std::vector<int>> cpu_dirs = topology_internal::ListIndexedDirectories(fs, kCpuDir, "cpu");
   if (!cpu_dirs.ok()) return cpu_dirs.status();
   CpuSet dirs;
   for (const int cpu : *cpu_dirs) {
@@ -95,7 +94,8 @@ Status DiscoverCpuSets(const FileSystem& fs, CpuTopology& topo) {
     }
     topo.warnings.push_back(
         "no cpu/online file: online CPUs are the cpuN directories with a topology/ directory "
-        "(and no cpuN/online saying 0): " + topo.online.ToListString());
+        "(and no cpuN/online saying 0): " +
+        topo.online.ToListString());
   }
   ASSIGN_OR_RETURN(const auto present, ReadOptionalList(fs, base + "/present"));
   topo.present = present.first ? present.second : (dirs | topo.online);
@@ -183,17 +183,15 @@ Status DiscoverCpusAndCores(const FileSystem& fs, CpuTopology& topo, std::vector
       if (core_of[other] >= 0) core_cpus.Clear(other);
     }
     if (!(core_cpus == wanted)) {
-      topo.warnings.push_back("cpu" + std::to_string(cpu) + " siblings " +
-                              siblings.ToListString() + " overlap the core of a lower CPU; cpu" + std::to_string(cpu) + " gets " +
-                              core_cpus.ToListString());
+      topo.warnings.push_back("cpu" + std::to_string(cpu) + " siblings " + siblings.ToListString() +
+                              " overlap the core of a lower CPU; cpu" + std::to_string(cpu) +
+                              " gets " + core_cpus.ToListString());
     }
     const int core_id = core_cpus.First();
     for (const int member : core_cpus) core_of[member] = core_id;
     topo.cores.push_back(Core{core_id, core_cpus, CoreType::kStandard, -1});
   }
-  auto join = [](const std::vector<int>& cpus) {
-    return CpuSet::FromVector(cpus).ToListString();
-  };
+  auto join = [](const std::vector<int>& cpus) { return CpuSet::FromVector(cpus).ToListString(); };
   if (!missing_topology.empty()) {
     topo.warnings.push_back("online CPUs without a topology/ directory (each is its own core): " +
                             join(missing_topology));
@@ -245,7 +243,7 @@ Status DiscoverCoreTypes(const FileSystem& fs, CpuTopology& topo, PerCpu& type_o
   // PMU lists only online CPUs, so cpu_core alone may miss none that matter).
   for (const int cpu : topo.online) {
     type_of[cpu] = static_cast<int>(atom.second.Contains(cpu) ? CoreType::kEfficiency
-                                                               : CoreType::kPerformance);
+                                                              : CoreType::kPerformance);
   }
   const CpuSet unlisted = topo.online - atom.second - core.second;
   if (atom.first && core.first && !unlisted.Empty()) {

@@ -40,9 +40,8 @@ struct LevelGroups {
 // Group ids: the kernel's cache `id` when every group has one and they are distinct, else the
 // lowest CPU of each group (ids must name groups uniquely; old kernels and many Arm systems
 // have no `id` file).
-std::vector<CpuGroup> NameGroups(const LevelGroups& level, const CpuSet& online,
-                                 const char* name, std::vector<std::string>& warnings,
-                                 PerCpu& group_of) {
+std::vector<CpuGroup> NameGroups(const LevelGroups& level, const CpuSet& online, const char* name,
+                                 std::vector<std::string>& warnings, PerCpu& group_of) {
   bool use_kernel_ids = true;
   bool some_ids = false;
   std::set<int> seen;

@@ -19,12 +19,12 @@ namespace dracpu {
 namespace {
 
 using namespace std::string_literals;
-using testing::SysfsFixture;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::SysfsFixture;
 
 std::unique_ptr<SysfsFixture> NewFixture() {
   auto f = SysfsFixture::Create();
@@ -100,7 +100,8 @@ TEST(DiscoverTopology, AnySmtWidth) {
     f->CpuFile("online", "0-" + std::to_string(n - 1) + "\n");
     for (int cpu = 0; cpu < n; ++cpu) {
       const int first = cpu / width * width;
-      f->Cpu(cpu, {.package = 0, .core_id = cpu / width,
+      f->Cpu(cpu, {.package = 0,
+                   .core_id = cpu / width,
                    .siblings = width == 1 ? std::to_string(cpu)
                                           : std::to_string(first) + "-" +
                                                 std::to_string(first + width - 1)});
@@ -132,8 +133,11 @@ TEST(DiscoverTopology, MasksWithoutLists) {
   auto f = NewFixture();
   f->CpuFile("online", "0-3\n");
   for (int cpu = 0; cpu < 4; ++cpu) {
-    f->Cpu(cpu, {.package = 0, .core_id = cpu % 2, .siblings = cpu % 2 == 0 ? "0,2" : "1,3",
-                 .legacy = true, .masks_only = true});
+    f->Cpu(cpu, {.package = 0,
+                 .core_id = cpu % 2,
+                 .siblings = cpu % 2 == 0 ? "0,2" : "1,3",
+                 .legacy = true,
+                 .masks_only = true});
     f->Cache(cpu, 0, {.level = 3, .shared = "0-3", .mask_only = true});
   }
   f->Node(0, "0-3", "10", /*as_mask=*/true);
@@ -185,7 +189,8 @@ TEST(DiscoverTopology, OnlineCpusInNoNodeGetMinusOneAndAWarning) {
   ASSERT_THAT(topo, IsOk());
   EXPECT_EQ(topo->FindCpu(0)->numa_node, -1);
   EXPECT_EQ(topo->FindCpu(1)->numa_node, 1);
-  EXPECT_THAT(topo->warnings, Contains(HasSubstr("online CPUs in no NUMA node (NUMA node -1): 0,2")));
+  EXPECT_THAT(topo->warnings,
+              Contains(HasSubstr("online CPUs in no NUMA node (NUMA node -1): 0,2")));
 }
 
 TEST(DiscoverTopology, OverlappingNodesFollowTheLinkElseTheLowestNode) {
@@ -287,8 +292,11 @@ TEST(DiscoverTopology, IntelHybridCoreTypes) {
   auto f = NewFixture();
   f->CpuFile("online", "0-5\n");
   for (int cpu = 0; cpu < 6; ++cpu) {
-    f->Cpu(cpu, {.package = 0, .core_id = cpu < 4 ? cpu / 2 : cpu,
-                 .siblings = cpu < 2 ? "0-1" : cpu < 4 ? "2-3" : std::to_string(cpu)});
+    f->Cpu(cpu, {.package = 0,
+                 .core_id = cpu < 4 ? cpu / 2 : cpu,
+                 .siblings = cpu < 2   ? "0-1"
+                             : cpu < 4 ? "2-3"
+                                       : std::to_string(cpu)});
   }
   f->File("sys/devices/cpu_core/cpus", "0-3\n").File("sys/devices/cpu_atom/cpus", "4-5\n");
   auto topo = Discover(*f);
@@ -334,7 +342,7 @@ TEST(DiscoverTopology, PcieRootsFromBusAffinityOrDevices) {
   f->File("sys/devices/pci0000:00/pci_bus/0000:00/cpulistaffinity", "0,2,4,6\n");
   f->File("sys/devices/pci0000:80/pci_bus/0000:80/cpuaffinity", "aa\n");  // mask only
   f->File("sys/devices/pci0000:ff/0000:ff:08.0/local_cpulist", "1,3\n");  // no bus files
-  f->File("sys/devices/pci0000:7f/readme", "x\n");                         // no locality
+  f->File("sys/devices/pci0000:7f/readme", "x\n");                        // no locality
   f->Dir("sys/devices/pcie_thing").Dir("sys/devices/platform");
   auto topo = Discover(*f);
   ASSERT_THAT(topo, IsOk());

@@ -37,7 +37,8 @@ constexpr Subcommand kSubcommands[] = {
        return dracpu::dra::kExitOk;
      }},
     {"gatherinfo", "print the CPU topology read from sysfs", dracpu::dra::GatherInfoCommand},
-    {"allocate", "choose CPUs for one request (JSON in, JSON out)", dracpu::allocator::RunAllocateCommand},
+    {"allocate", "choose CPUs for one request (JSON in, JSON out)",
+     dracpu::allocator::RunAllocateCommand},
     {"api-calls", "print every Kubernetes API call the agents make (JSON; for RBAC checks)",
      [](const std::vector<std::string>& args, dracpu::dra::CommandIo io) {
        if (!args.empty()) {
@@ -81,8 +82,8 @@ dracpu::Result<std::string> ReadConfigFile(const std::string& path) {
 }
 
 dracpu::Result<std::unique_ptr<dracpu::kube::KubeClient>> MakeClient(
-    const dracpu::dra::AgentConfig& config, const dracpu::FileSystem& fs,
-    dracpu::Clock& clock, dracpu::Random& random) {
+    const dracpu::dra::AgentConfig& config, const dracpu::FileSystem& fs, dracpu::Clock& clock,
+    dracpu::Random& random) {
   dracpu::Result<dracpu::kube::ClusterConfig> cluster =
       config.kubeconfig.empty()
           ? dracpu::kube::InClusterConfig(fs, Getenv("KUBERNETES_SERVICE_HOST"),
@@ -101,7 +102,8 @@ int RunAgent(const std::vector<std::string>& args) {
   auto rest = parser.Parse(args);
   if (!rest.ok() || !rest->empty()) {
     std::cerr << "dracpu-dra-agent: "
-              << (rest.ok() ? "unexpected argument \"" + rest->front() + "\"" : rest.status().message())
+              << (rest.ok() ? "unexpected argument \"" + rest->front() + "\""
+                            : rest.status().message())
               << "\n\n";
     PrintUsage(std::cerr, parser.Usage());
     return dracpu::dra::kExitUsage;
@@ -127,7 +129,8 @@ int RunAgent(const std::vector<std::string>& args) {
   FLAGS_v = config->verbosity;
   google::InitGoogleLogging("dracpu-dra-agent");
   LOG(INFO) << "dracpu-dra-agent " << DRACPU_VERSION << " on node " << config->node_name
-            << ", effective config:\n" << dracpu::DriverConfigToYaml(config->driver);
+            << ", effective config:\n"
+            << dracpu::DriverConfigToYaml(config->driver);
 
   // Signals are taken by one thread with sigwait, so no handler runs inside library code.
   sigset_t signals;
@@ -186,7 +189,8 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0].rfind("-", 0) != 0) {
     for (const Subcommand& s : kSubcommands) {
       if (args[0] == s.name) {
-        return s.run(std::vector<std::string>(args.begin() + 1, args.end()), {std::cin, std::cout, std::cerr});
+        return s.run(std::vector<std::string>(args.begin() + 1, args.end()),
+                     {std::cin, std::cout, std::cerr});
       }
     }
     std::cerr << "dracpu-dra-agent: unknown subcommand \"" << args[0] << "\"\n";

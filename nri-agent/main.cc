@@ -14,8 +14,8 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -161,10 +161,9 @@ int Run(const Flags& flags) {
                            : HttpResponse{503, "text/plain; charset=utf-8", "event loop stalled\n"};
   };
   routes["/readyz"] = [&agent] {
-    return agent.ready()
-               ? HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}
-               : HttpResponse{503, "text/plain; charset=utf-8",
-                              "not ready: segment not attached or not synchronized\n"};
+    return agent.ready() ? HttpResponse{200, "text/plain; charset=utf-8", "ok\n"}
+                         : HttpResponse{503, "text/plain; charset=utf-8",
+                                        "not ready: segment not attached or not synchronized\n"};
   };
   auto http = HttpServer::Start(flags.bind_address, std::move(routes));
   if (!http.ok()) {
@@ -185,9 +184,9 @@ int Run(const Flags& flags) {
   }
 
   LOG(INFO) << "dracpu-nri-agent " << DRACPU_VERSION << " starting: plugin " << flags.plugin_index
-            << "-" << flags.plugin_name << ", shm " << flags.shm_path << ", sharedPoolUpdates="
-            << SharedPoolUpdatesName(config->shared_pool_updates) << ", fallback pool "
-            << fallback->ToListString() << ", http " << (*http)->port();
+            << "-" << flags.plugin_name << ", shm " << flags.shm_path
+            << ", sharedPoolUpdates=" << SharedPoolUpdatesName(config->shared_pool_updates)
+            << ", fallback pool " << fallback->ToListString() << ", http " << (*http)->port();
   agent.Start();
   // For a Type=notify systemd unit: started (the runtime connection and the segment follow
   // asynchronously; /readyz tells when both are there).

@@ -48,7 +48,8 @@ TEST(DraWire, ServicePaths) {
             std::string("k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"));
   EXPECT_EQ(k8s::io::kubelet::pkg::apis::dra::v1beta1::DRAPlugin::service_full_name(),
             std::string("k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"));
-  EXPECT_EQ(v1alpha1::DRAResourceHealth::service_full_name(), std::string("v1alpha1.DRAResourceHealth"));
+  EXPECT_EQ(v1alpha1::DRAResourceHealth::service_full_name(),
+            std::string("v1alpha1.DRAResourceHealth"));
   EXPECT_EQ(v1::DRAResourceHealth::service_full_name(), std::string("v1.DRAResourceHealth"));
 }
 
@@ -60,8 +61,8 @@ TEST(DraWire, HealthFieldNumbers) {
   h.set_last_updated_time(2);
   h.set_health_check_timeout_seconds(3);
   h.set_message("m");
-  EXPECT_EQ(h.SerializeAsString(), Bytes({0x0a, 6, 0x0a, 1, 'p', 0x12, 1, 'd', 0x10, 1, 0x18, 2,
-                                          0x20, 3, 0x2a, 1, 'm'}));
+  EXPECT_EQ(h.SerializeAsString(),
+            Bytes({0x0a, 6, 0x0a, 1, 'p', 0x12, 1, 'd', 0x10, 1, 0x18, 2, 0x20, 3, 0x2a, 1, 'm'}));
 }
 
 }  // namespace

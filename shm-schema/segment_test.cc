@@ -214,7 +214,7 @@ TEST_F(SegmentTest, SecondAgentOfARoleIsRefused) {
   Result<std::unique_ptr<Segment>> second = Segment::Open(path_, second_opts);
   EXPECT_THAT(second, StatusIs(StatusCode::kFailedPrecondition,
                                HasSubstr("another dra-agent holds the role lock")));
-  EXPECT_FALSE(asked_to_rebuild);  // a healthy segment held by someone else is never rebuilt
+  EXPECT_FALSE(asked_to_rebuild);        // a healthy segment held by someone else is never rebuilt
   auto nri = OpenRole(Role::kNriAgent);  // the other role is fine
   EXPECT_THAT(Segment::Open(path_, TestOptions(Role::kNriAgent)),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("another nri-agent")));

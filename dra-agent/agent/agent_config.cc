@@ -8,17 +8,24 @@ namespace dracpu::dra {
 void RegisterAgentFlags(FlagParser& p, AgentFlags& f) {
   AgentConfig& v = f.values;
   p.String("config", &v.config_file, "driver config file (flat YAML, reference keys plus ours)");
-  p.String("node-name", &v.node_name, "node name (default $NODE_NAME, then hostnameOverride, then hostname)");
-  p.String("hostname-override", &f.hostname_override, "(deprecated: prefer hostnameOverride in --config)");
+  p.String("node-name", &v.node_name,
+           "node name (default $NODE_NAME, then hostnameOverride, then hostname)");
+  p.String("hostname-override", &f.hostname_override,
+           "(deprecated: prefer hostnameOverride in --config)");
   p.String("kubeconfig", &v.kubeconfig, "kubeconfig file (default: in-cluster service account)");
   p.String("sysfs-root", &v.sysfs_root, "root that holds sys/ (default /)");
-  p.String("kubelet-root-dir", &v.kubelet_root_dir, "kubelet root directory (default /var/lib/kubelet)");
+  p.String("kubelet-root-dir", &v.kubelet_root_dir,
+           "kubelet root directory (default /var/lib/kubelet)");
   p.String("cdi-root", &v.cdi_root, "CDI spec directory (default /var/run/cdi)");
-  p.String("shm-path", &v.shm_path, "shared-memory segment file (default /run/dracpu/state.v<MAJOR>.shm)");
-  p.String("bind-address", &v.bind_address, "address of /metrics, /healthz, /readyz (default :8080)");
-  p.String("cpu-device-mode", &f.cpu_device_mode, "grouped|individual (deprecated: prefer cpuDeviceMode)");
+  p.String("shm-path", &v.shm_path,
+           "shared-memory segment file (default /run/dracpu/state.v<MAJOR>.shm)");
+  p.String("bind-address", &v.bind_address,
+           "address of /metrics, /healthz, /readyz (default :8080)");
+  p.String("cpu-device-mode", &f.cpu_device_mode,
+           "grouped|individual (deprecated: prefer cpuDeviceMode)");
   p.String("group-by", &f.group_by, "numanode|socket|machine (deprecated: prefer groupBy)");
-  p.String("reserved-cpus", &f.reserved_cpus, "CPUs never granted to claims (deprecated: prefer reservedCPUs)");
+  p.String("reserved-cpus", &f.reserved_cpus,
+           "CPUs never granted to claims (deprecated: prefer reservedCPUs)");
   p.Bool("expose-pcie-roots", &v.expose_pcie_roots, "publish resource.kubernetes.io/pcieRoot");
   p.Int("v", &v.verbosity, "log verbosity (glog)");
 }
@@ -59,7 +66,8 @@ Result<AgentConfig> ResolveAgentConfig(const FlagParser& parser, const AgentFlag
     return FailedPreconditionError("no node name: set --node-name, $NODE_NAME or hostnameOverride");
   }
   if (config.kubelet_root_dir.empty() || config.kubelet_root_dir.front() != '/') {
-    return InvalidArgumentError("flag --kubelet-root-dir=" + config.kubelet_root_dir + ": must be absolute");
+    return InvalidArgumentError("flag --kubelet-root-dir=" + config.kubelet_root_dir +
+                                ": must be absolute");
   }
   return config;
 }

@@ -16,11 +16,11 @@ struct AgentConfig {
   DriverConfig driver;
   std::string config_file;
   std::string node_name;
-  std::string kubeconfig;             // "" = in-cluster
+  std::string kubeconfig;  // "" = in-cluster
   std::string sysfs_root = "/";
   std::string kubelet_root_dir = "/var/lib/kubelet";
   std::string cdi_root = "/var/run/cdi";
-  std::string shm_path;               // "" = the segment's default path
+  std::string shm_path;  // "" = the segment's default path
   std::string bind_address = ":8080";
   bool expose_pcie_roots = false;
   int verbosity = 0;

@@ -31,7 +31,8 @@ TEST(AgentConfig, Defaults) {
 }
 
 TEST(AgentConfig, FileBeatsDefaultsAndExplicitFlagsBeatTheFile) {
-  const std::string file = "groupBy: socket\nreservedCPUs: \"0-1\"\nhostnameOverride: from-file\nkubeconfig: /k\n";
+  const std::string file =
+      "groupBy: socket\nreservedCPUs: \"0-1\"\nhostnameOverride: from-file\nkubeconfig: /k\n";
   auto c = Resolve({"--config=/etc/dracpu.yaml", "--reserved-cpus", "3"}, {"", "h", file});
   ASSERT_THAT(c, IsOk());
   EXPECT_EQ(c->driver.group_by, GroupBy::kSocket);
@@ -48,7 +49,8 @@ TEST(AgentConfig, NodeNameChain) {
   EXPECT_EQ(Resolve({"--node-name=N1"}, {"env", "h", ""})->node_name, "n1");
   EXPECT_EQ(Resolve({}, {"env-node", "h", ""})->node_name, "env-node");
   EXPECT_EQ(Resolve({"--hostname-override=ovr"}, {"", "h", ""})->node_name, "ovr");
-  EXPECT_THAT(Resolve({}, {"", "", ""}), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("no node name")));
+  EXPECT_THAT(Resolve({}, {"", "", ""}),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("no node name")));
 }
 
 TEST(AgentConfig, BadInputNamesTheSource) {
@@ -57,7 +59,8 @@ TEST(AgentConfig, BadInputNamesTheSource) {
   EXPECT_THAT(Resolve({"--reserved-cpus=1-"}, {"", "h", ""}),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("flag --reserved-cpus")));
   EXPECT_THAT(Resolve({"--config=/etc/x.yaml"}, {"", "h", "bogus: 1\n"}),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("/etc/x.yaml:1: key \"bogus\": unknown key")));
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/etc/x.yaml:1: key \"bogus\": unknown key")));
   EXPECT_THAT(Resolve({"--kubelet-root-dir=rel"}, {"", "h", ""}),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("must be absolute")));
 }

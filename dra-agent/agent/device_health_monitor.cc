@@ -14,8 +14,13 @@ DeviceHealthMonitor::DeviceHealthMonitor(const DeviceCatalog& catalog, std::stri
                                          const FileSystem& sysfs, const shm::Segment& segment,
                                          std::chrono::nanoseconds nri_silence_limit,
                                          std::function<std::chrono::nanoseconds()> boottime_now)
-    : catalog_(catalog), pool_(std::move(pool)), sysfs_(sysfs), segment_(segment),
-      limit_(nri_silence_limit), now_(std::move(boottime_now)), started_(now_()),
+    : catalog_(catalog),
+      pool_(std::move(pool)),
+      sysfs_(sysfs),
+      segment_(segment),
+      limit_(nri_silence_limit),
+      now_(std::move(boottime_now)),
+      started_(now_()),
       last_online_(catalog.allocatable) {}
 
 CpuSet DeviceHealthMonitor::OnlineCpus() {
@@ -41,9 +46,11 @@ std::vector<DeviceHealthReport> DeviceHealthMonitor::CurrentHealth() {
     const std::chrono::nanoseconds beat(nri.heartbeat_ns);
     const auto since = now_() - std::max(beat, started_);
     if (since > limit_) {
-      nri_problem = nri.pid == 0 ? "the nri-agent has not attached for " : "the nri-agent has been silent for ";
-      nri_problem += std::to_string(std::chrono::duration_cast<std::chrono::seconds>(since).count()) +
-                     " s; CPU exclusivity is not enforced";
+      nri_problem = nri.pid == 0 ? "the nri-agent has not attached for "
+                                 : "the nri-agent has been silent for ";
+      nri_problem +=
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(since).count()) +
+          " s; CPU exclusivity is not enforced";
     }
   }
   std::vector<DeviceHealthReport> out;

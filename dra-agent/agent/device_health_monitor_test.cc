@@ -26,7 +26,9 @@ class HealthTest : public ::testing::Test {
     std::filesystem::create_directories(dir_.File("sys/devices/system/cpu"));
     SetOnline("0-7");
     fs_ = NewPosixFileSystem(dir_.path()).value();
-    segment_ = shm::Segment::Open(dir_.File("s.shm"), shm::testing::TestOptions(shm::Role::kDraAgent)).value();
+    segment_ =
+        shm::Segment::Open(dir_.File("s.shm"), shm::testing::TestOptions(shm::Role::kDraAgent))
+            .value();
     monitor_ = std::make_unique<DeviceHealthMonitor>(catalog_, "node-a", *fs_, *segment_, 30s,
                                                      [this] { return now_; });
   }

@@ -23,9 +23,15 @@ shm::ConfigSummary ConfigSummaryOf(const DriverConfig& c) {
                                             ? shm::DeviceMode::kGrouped
                                             : shm::DeviceMode::kIndividual);
   switch (c.group_by) {
-    case GroupBy::kNumaNode: s.group_by = static_cast<uint32_t>(shm::GroupBy::kNumaNode); break;
-    case GroupBy::kSocket: s.group_by = static_cast<uint32_t>(shm::GroupBy::kSocket); break;
-    case GroupBy::kMachine: s.group_by = static_cast<uint32_t>(shm::GroupBy::kMachine); break;
+    case GroupBy::kNumaNode:
+      s.group_by = static_cast<uint32_t>(shm::GroupBy::kNumaNode);
+      break;
+    case GroupBy::kSocket:
+      s.group_by = static_cast<uint32_t>(shm::GroupBy::kSocket);
+      break;
+    case GroupBy::kMachine:
+      s.group_by = static_cast<uint32_t>(shm::GroupBy::kMachine);
+      break;
   }
   if (c.strict_cpu_reservation) s.flags |= shm::kConfigStrictCpuReservation;
   if (c.policy.full_pcpus_only) s.flags |= shm::kConfigFullPcpusOnly;
@@ -92,7 +98,8 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   index_ = std::make_unique<allocator::TopologyIndex>(std::move(index));
 
   // 2. Shared memory.
-  const std::string shm_path = config.shm_path.empty() ? shm::DefaultSegmentPath() : config.shm_path;
+  const std::string shm_path =
+      config.shm_path.empty() ? shm::DefaultSegmentPath() : config.shm_path;
   RETURN_IF_ERROR(MakeParentDirectory(shm_path));
   shm::OpenOptions so;
   so.role = shm::Role::kDraAgent;
@@ -154,11 +161,16 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   available_cpus_ = &metrics_.AddGauge("dra_cpu_available_cpus", "CPUs in the shared pool.");
   reserved_cpus_ = &metrics_.AddGauge("dra_cpu_reserved_cpus", "CPUs in reservedCPUs.");
   claims_active_ = &metrics_.AddGauge("dra_cpu_resource_claims_active", "Prepared claims.");
-  slices_published_ = &metrics_.AddGauge("dracpu_resourceslices", "ResourceSlices published by the last successful sync.");
-  slice_sync_errors_ = &metrics_.AddCounter("dracpu_resourceslice_sync_errors_total", "Failed ResourceSlice syncs.");
+  slices_published_ = &metrics_.AddGauge("dracpu_resourceslices",
+                                         "ResourceSlices published by the last successful sync.");
+  slice_sync_errors_ =
+      &metrics_.AddCounter("dracpu_resourceslice_sync_errors_total", "Failed ResourceSlice syncs.");
   ASSIGN_OR_RETURN(http_, HttpServer::Start(config.bind_address,
                                             {{"/metrics", [this] { return Metrics(); }},
-                                             {"/healthz", [] { return HttpResponse{200, "text/plain", "ok\n"}; }},
+                                             {"/healthz",
+                                              [] {
+                                                return HttpResponse{200, "text/plain", "ok\n"};
+                                              }},
                                              {"/readyz", [this] { return Readyz(); }}}));
 
   // Slices: published and kept true in the background; republished when CPUs come and go.
@@ -167,20 +179,23 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, clock_, random_, spo));
   publisher_->SetDesired(catalog_);
   publisher_thread_ = std::thread([this] { publisher_->Run(stop_threads_); });
-  watcher_ = std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
-    LOG(WARNING) << "CPUs online changed to " << t.online.ToListString() << "; republishing ResourceSlices";
-    // The nri-agent's shared pool follows `online` in shared memory (ComputeSharedPool).
-    if (Status s = PublishOnlineCpus(t.online); !s.ok()) {
-      LOG(ERROR) << "cannot record the online CPUs in shared memory: " << s.ToString();
-    }
-    auto catalog = BuildDeviceCatalog(t, catalog_options_);
-    if (!catalog.ok()) {
-      LOG(ERROR) << "cannot rebuild the devices: " << catalog.status().ToString();
-      return;
-    }
-    KeepStartupDeviceNames(catalog_, *catalog);  // individual names must not shift to other CPUs
-    publisher_->SetDesired(std::move(catalog).value());
-  });
+  watcher_ =
+      std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
+        LOG(WARNING) << "CPUs online changed to " << t.online.ToListString()
+                     << "; republishing ResourceSlices";
+        // The nri-agent's shared pool follows `online` in shared memory (ComputeSharedPool).
+        if (Status s = PublishOnlineCpus(t.online); !s.ok()) {
+          LOG(ERROR) << "cannot record the online CPUs in shared memory: " << s.ToString();
+        }
+        auto catalog = BuildDeviceCatalog(t, catalog_options_);
+        if (!catalog.ok()) {
+          LOG(ERROR) << "cannot rebuild the devices: " << catalog.status().ToString();
+          return;
+        }
+        KeepStartupDeviceNames(catalog_,
+                               *catalog);  // individual names must not shift to other CPUs
+        publisher_->SetDesired(std::move(catalog).value());
+      });
   watcher_thread_ = std::thread([this] { watcher_->Run(stop_threads_); });
 
   // 5. The kubelet.
@@ -195,13 +210,14 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   ko.supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
                            "v1alpha1.DRAResourceHealth"};
   ko.extra_services = {health_v1alpha1_.get(), health_v1_.get()};
-  ASSIGN_OR_RETURN(kubelet_, KubeletPluginServer::Start(ko, *preparer_, [](bool ok, const std::string& error) {
-                     if (ok) {
-                       LOG(INFO) << "registered with the kubelet";
-                     } else {
-                       LOG(ERROR) << "the kubelet refused the registration: " << error;
-                     }
-                   }));
+  ASSIGN_OR_RETURN(
+      kubelet_, KubeletPluginServer::Start(ko, *preparer_, [](bool ok, const std::string& error) {
+        if (ok) {
+          LOG(INFO) << "registered with the kubelet";
+        } else {
+          LOG(ERROR) << "the kubelet refused the registration: " << error;
+        }
+      }));
   LOG(INFO) << "serving the kubelet on " << paths.dra_socket << " (registration "
             << paths.registration_socket << "), HTTP on port " << http_->port();
   return Status::Ok();
@@ -229,7 +245,8 @@ HttpResponse DraAgent::Metrics() {
 HttpResponse DraAgent::Readyz() {
   if (!registered()) return {503, "text/plain", "not registered with the kubelet yet\n"};
   if (!slices_published()) {
-    return {503, "text/plain", "ResourceSlices not published yet: " + publisher_->stats().last_error + "\n"};
+    return {503, "text/plain",
+            "ResourceSlices not published yet: " + publisher_->stats().last_error + "\n"};
   }
   return {200, "text/plain", "ready\n"};
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/cpu_topology.h"
 #include "common/file_system.h"
 #include "common/http_server.h"
@@ -27,7 +28,6 @@
 #include "dra-agent/agent/device_health_monitor.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
-#include "common/clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kubelet/health_service.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"

@@ -426,7 +426,8 @@ TEST(AllocatorTest, DistributeAcrossCoresUsesOneThreadPerCoreFirst) {
 TEST(AllocatorTest, DistributeAcrossCoresNeverLeavesMorePartialCoresThanCpuIdOrder) {
   std::vector<CpuRecord> records;
   for (int core = 0; core < 8; ++core) {
-    for (int t = 0; t < 4; ++t) records.push_back({core * 4 + t, core, 0, 0, 0, CoreType::kStandard});
+    for (int t = 0; t < 4; ++t)
+      records.push_back({core * 4 + t, core, 0, 0, 0, CoreType::kStandard});
   }
   Result<CpuTopology> topo = BuildTopologyFromRecords(records);
   ASSERT_THAT(topo, IsOk());

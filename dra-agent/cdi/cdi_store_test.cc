@@ -36,12 +36,13 @@ class CdiStoreTest : public ::testing::Test {
 TEST_F(CdiStoreTest, WriteListRemove) {
   ASSERT_THAT(store_->Write("b2", CpuSet{4, 5}), IsOk());
   ASSERT_THAT(store_->Write("a1", CpuSet{1}), IsOk());
-  ASSERT_THAT(store_->Write("a1", CpuSet{2}), IsOk());  // replace
+  ASSERT_THAT(store_->Write("a1", CpuSet{2}), IsOk());                // replace
   std::ofstream(root_ + "/var/run/cdi/nvidia.com-gpu.json") << "{}";  // another vendor: ignored
   auto listing = store_->List();
   ASSERT_THAT(listing, IsOk());
   EXPECT_THAT(listing->problems, SizeIs(0));
-  ASSERT_THAT(listing->claims, ElementsAre(Field(&ClaimEnv::claim_uid, "a1"), Field(&ClaimEnv::claim_uid, "b2")));
+  ASSERT_THAT(listing->claims,
+              ElementsAre(Field(&ClaimEnv::claim_uid, "a1"), Field(&ClaimEnv::claim_uid, "b2")));
   EXPECT_EQ(listing->claims[0].cpus.ToListString(), "2");
   struct stat st;
   ASSERT_EQ(::stat((root_ + "/var/run/cdi/" + CdiSpecFileName("a1")).c_str(), &st), 0);
@@ -60,13 +61,16 @@ TEST_F(CdiStoreTest, ReportsCorruptSpecsWithoutLosingGoodOnes) {
   ASSERT_THAT(listing, IsOk());
   EXPECT_THAT(listing->claims, ElementsAre(Field(&ClaimEnv::claim_uid, "good")));
   ASSERT_THAT(listing->problems, SizeIs(2));
-  EXPECT_THAT(listing->problems[0], StatusIs(StatusCode::kInvalidArgument, HasSubstr("does not match claim other")));
-  EXPECT_THAT(listing->problems[1], StatusIs(StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
+  EXPECT_THAT(listing->problems[0],
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("does not match claim other")));
+  EXPECT_THAT(listing->problems[1],
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
 }
 
 TEST_F(CdiStoreTest, RefusesBadInput) {
   EXPECT_THAT(store_->Write("../etc", CpuSet{1}), StatusIs(StatusCode::kInvalidArgument));
-  EXPECT_THAT(store_->Write("ok", CpuSet()), StatusIs(StatusCode::kInvalidArgument, HasSubstr("no CPUs")));
+  EXPECT_THAT(store_->Write("ok", CpuSet()),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("no CPUs")));
   EXPECT_THAT(store_->Remove("a/b"), StatusIs(StatusCode::kInvalidArgument));
 }
 

@@ -20,11 +20,17 @@ class TreeBuilder {
  public:
   explicit TreeBuilder(Document& doc) : doc_(doc), alloc_(doc.GetAllocator()) {}
 
-  Value Str(const std::string& s) { return Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), alloc_); }
+  Value Str(const std::string& s) {
+    return Value(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), alloc_);
+  }
   Value Set(const CpuSet& set) { return Str(set.ToListString()); }
   void Add(Value& obj, const char* key, Value v) { obj.AddMember(Value(key, alloc_), v, alloc_); }
-  void Add(Value& obj, const char* key, int v) { obj.AddMember(Value(key, alloc_), Value(v), alloc_); }
-  void Add(Value& obj, const char* key, bool v) { obj.AddMember(Value(key, alloc_), Value(v), alloc_); }
+  void Add(Value& obj, const char* key, int v) {
+    obj.AddMember(Value(key, alloc_), Value(v), alloc_);
+  }
+  void Add(Value& obj, const char* key, bool v) {
+    obj.AddMember(Value(key, alloc_), Value(v), alloc_);
+  }
   void Add(Value& obj, const char* key, const CpuSet& s) { Add(obj, key, Set(s)); }
   void Add(Value& obj, const char* key, const std::string& s) { Add(obj, key, Str(s)); }
   void Push(Value& array, Value v) { array.PushBack(v, alloc_); }
@@ -251,7 +257,8 @@ std::string RenderTopologySummary(const CpuTopology& topo, const ReportHeader& h
   }
   if (!capacities.empty()) {
     os << "  Capacity ";
-    for (const auto& [cap, cpus] : capacities) os << " " << cap << ": " << cpus.ToListString() << ";";
+    for (const auto& [cap, cpus] : capacities)
+      os << " " << cap << ": " << cpus.ToListString() << ";";
     os << "\n";
   }
   if (!topo.pcie_roots.empty()) {

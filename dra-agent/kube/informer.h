@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "dra-agent/kube/backoff.h"
 #include "common/clock.h"
+#include "dra-agent/kube/backoff.h"
 #include "dra-agent/kube/kube_client.h"
 
 namespace dracpu::kube {

@@ -22,7 +22,8 @@ class DraService final : public Api::Service {
  public:
   explicit DraService(ClaimPreparer& preparer) : preparer_(preparer) {}
 
-  grpc::Status NodePrepareResources(grpc::ServerContext*, const typename Api::PrepareRequest* request,
+  grpc::Status NodePrepareResources(grpc::ServerContext*,
+                                    const typename Api::PrepareRequest* request,
                                     typename Api::PrepareResponse* response) override {
     for (auto& [uid, result] : preparer_.Prepare(ToClaimRefs(*request))) {
       auto& out = (*response->mutable_claims())[uid];
@@ -63,7 +64,8 @@ class DraService final : public Api::Service {
   ClaimPreparer& preparer_;
 };
 
-template <typename Plugin, typename PrepReq, typename PrepResp, typename UnprepReq, typename UnprepResp>
+template <typename Plugin, typename PrepReq, typename PrepResp, typename UnprepReq,
+          typename UnprepResp>
 struct DraApi {
   using Service = typename Plugin::Service;
   using PrepareRequest = PrepReq;
@@ -72,12 +74,13 @@ struct DraApi {
   using UnprepareResponse = UnprepResp;
 };
 
-using DraV1Service = DraService<
-    DraApi<drav1::DRAPlugin, drav1::NodePrepareResourcesRequest, drav1::NodePrepareResourcesResponse,
-           drav1::NodeUnprepareResourcesRequest, drav1::NodeUnprepareResourcesResponse>>;
-using DraV1beta1Service = DraService<DraApi<
-    drav1beta1::DRAPlugin, drav1beta1::NodePrepareResourcesRequest,
-    drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
-    drav1beta1::NodeUnprepareResourcesResponse>>;
+using DraV1Service =
+    DraService<DraApi<drav1::DRAPlugin, drav1::NodePrepareResourcesRequest,
+                      drav1::NodePrepareResourcesResponse, drav1::NodeUnprepareResourcesRequest,
+                      drav1::NodeUnprepareResourcesResponse>>;
+using DraV1beta1Service = DraService<
+    DraApi<drav1beta1::DRAPlugin, drav1beta1::NodePrepareResourcesRequest,
+           drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
+           drav1beta1::NodeUnprepareResourcesResponse>>;
 
 }  // namespace dracpu::dra

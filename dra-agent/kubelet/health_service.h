@@ -94,9 +94,9 @@ grpc::Status HealthService<Proto>::NodeWatchResources(
     grpc::ServerWriter<typename Proto::NodeWatchResourcesResponse>* writer) {
   streamer_.Run(context, [&](const std::vector<DeviceHealthReport>& reports) {
     typename Proto::NodeWatchResourcesResponse resp;
-    const int64_t now =
-        std::chrono::duration_cast<std::chrono::seconds>(
-            std::chrono::system_clock::now().time_since_epoch()).count();
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
     for (const DeviceHealthReport& r : reports) {
       auto* d = resp.add_devices();
       d->mutable_device()->set_pool_name(r.pool_name);

@@ -35,15 +35,18 @@ KubeletPluginServer::KubeletPluginServer(const KubeletPluginServerOptions& optio
     : options_(options),
       v1_(preparer),
       v1beta1_(preparer),
-      registration_(RegistrationInfo{kDriverName, options.paths.dra_socket, options.supported_versions},
-                    std::move(on_status)) {}
+      registration_(
+          RegistrationInfo{kDriverName, options.paths.dra_socket, options.supported_versions},
+          std::move(on_status)) {}
 
 Result<std::unique_ptr<KubeletPluginServer>> KubeletPluginServer::Start(
     const KubeletPluginServerOptions& options, ClaimPreparer& preparer,
     RegistrationService::StatusCallback on_status) {
-  std::unique_ptr<KubeletPluginServer> s(new KubeletPluginServer(options, preparer, std::move(on_status)));
+  std::unique_ptr<KubeletPluginServer> s(
+      new KubeletPluginServer(options, preparer, std::move(on_status)));
   std::vector<grpc::Service*> dra_services = {&s->v1_, &s->v1beta1_};
-  dra_services.insert(dra_services.end(), options.extra_services.begin(), options.extra_services.end());
+  dra_services.insert(dra_services.end(), options.extra_services.begin(),
+                      options.extra_services.end());
   ASSIGN_OR_RETURN(s->dra_server_, Serve(options.paths.dra_socket, dra_services));
   ASSIGN_OR_RETURN(s->registration_server_,
                    Serve(options.paths.registration_socket, {&s->registration_}));

@@ -31,9 +31,9 @@ struct KubeletPluginServerOptions {
 class KubeletPluginServer {
  public:
   // `preparer` must outlive the server. `on_status` gets every NotifyRegistrationStatus.
-  static Result<std::unique_ptr<KubeletPluginServer>> Start(const KubeletPluginServerOptions& options,
-                                                            ClaimPreparer& preparer,
-                                                            RegistrationService::StatusCallback on_status);
+  static Result<std::unique_ptr<KubeletPluginServer>> Start(
+      const KubeletPluginServerOptions& options, ClaimPreparer& preparer,
+      RegistrationService::StatusCallback on_status);
   ~KubeletPluginServer();
   KubeletPluginServer(const KubeletPluginServer&) = delete;
   KubeletPluginServer& operator=(const KubeletPluginServer&) = delete;

@@ -39,9 +39,10 @@ class KubeletPluginServerTest : public ::testing::Test {
     options_.paths = *paths;
   }
   void StartServer() {
-    auto server = KubeletPluginServer::Start(options_, preparer_, [this](bool ok, const std::string& e) {
-      statuses_.push_back({ok, e});
-    });
+    auto server =
+        KubeletPluginServer::Start(options_, preparer_, [this](bool ok, const std::string& e) {
+          statuses_.push_back({ok, e});
+        });
     ASSERT_THAT(server, IsOk());
     server_ = std::move(server).value();
   }
@@ -60,7 +61,8 @@ class KubeletPluginServerTest : public ::testing::Test {
 
 TEST_F(KubeletPluginServerTest, RegistersAsTheKubeletExpects) {
   StartServer();
-  auto stub = pluginregistration::Registration::NewStub(Channel(options_.paths.registration_socket));
+  auto stub =
+      pluginregistration::Registration::NewStub(Channel(options_.paths.registration_socket));
   for (int i = 0; i < 3; ++i) {  // the kubelet calls GetInfo repeatedly
     grpc::ClientContext ctx;
     pluginregistration::InfoRequest req;
@@ -102,7 +104,8 @@ TEST_F(KubeletPluginServerTest, SocketsAreOwnerOnly) {
 TEST_F(KubeletPluginServerTest, PreparesThroughV1WithShareId) {
   StartServer();
   PreparedDevice device{{"req"}, "node-a", "cpudevnuma000", {"dra.k8s.io/cpu=claim-u1"}, "share-1"};
-  EXPECT_CALL(preparer_, Prepare(ElementsAre(Field(&ClaimRef::uid, "u1"), Field(&ClaimRef::uid, "u2"))))
+  EXPECT_CALL(preparer_,
+              Prepare(ElementsAre(Field(&ClaimRef::uid, "u1"), Field(&ClaimRef::uid, "u2"))))
       .WillOnce(Return(std::map<std::string, ClaimPrepareResult>{
           {"u1", {{device}, ""}}, {"u2", {{}, "claim u2: no allocation for driver dra.cpu"}}}));
   auto stub = drav1::DRAPlugin::NewStub(Channel(options_.paths.dra_socket));
@@ -150,7 +153,8 @@ TEST_F(KubeletPluginServerTest, ReplacesStaleSocketsButNotOtherFiles) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", options_.paths.registration_socket.c_str());
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s",
+                options_.paths.registration_socket.c_str());
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   ::close(fd);
   StartServer();
@@ -167,7 +171,8 @@ TEST(PluginPaths, Rules) {
   ASSERT_THAT(p, IsOk());
   EXPECT_EQ(p->registration_socket, "/var/lib/kubelet/plugins_registry/dra.cpu-reg.sock");
   EXPECT_EQ(p->dra_socket, "/var/lib/kubelet/plugins/dra.cpu/dra.sock");
-  EXPECT_THAT(MakePluginPaths("var/lib/kubelet"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("absolute")));
+  EXPECT_THAT(MakePluginPaths("var/lib/kubelet"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("absolute")));
   EXPECT_THAT(MakePluginPaths("/a/../../b"),
               IsOkAndHolds(Field(&PluginPaths::dra_socket, "/b/plugins/dra.cpu/dra.sock")));
   EXPECT_THAT(MakePluginPaths("/" + std::string(90, 'k')),

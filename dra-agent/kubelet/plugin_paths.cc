@@ -60,7 +60,8 @@ Result<PluginPaths> MakePluginPaths(const std::string& kubelet_root_dir) {
 Status PrepareSocketPath(const std::string& socket_path) {
   RETURN_IF_ERROR(CheckSocketLength(socket_path));
   const size_t slash = socket_path.rfind('/');
-  if (slash != std::string::npos && slash > 0) RETURN_IF_ERROR(MakeDirs(socket_path.substr(0, slash)));
+  if (slash != std::string::npos && slash > 0)
+    RETURN_IF_ERROR(MakeDirs(socket_path.substr(0, slash)));
   struct stat st;
   if (::lstat(socket_path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Ok();
@@ -69,7 +70,8 @@ Status PrepareSocketPath(const std::string& socket_path) {
   if (!S_ISSOCK(st.st_mode)) {
     return FailedPreconditionError(socket_path + " exists and is not a socket; not removing it");
   }
-  if (::unlink(socket_path.c_str()) != 0) return ErrnoStatus("remove stale socket " + socket_path, errno);
+  if (::unlink(socket_path.c_str()) != 0)
+    return ErrnoStatus("remove stale socket " + socket_path, errno);
   return Status::Ok();
 }
 

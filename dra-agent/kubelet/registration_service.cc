@@ -2,7 +2,8 @@
 
 namespace dracpu::dra {
 
-grpc::Status RegistrationService::GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
+grpc::Status RegistrationService::GetInfo(grpc::ServerContext*,
+                                          const pluginregistration::InfoRequest*,
                                           pluginregistration::PluginInfo* response) {
   response->set_type("DRAPlugin");
   response->set_name(info_.driver_name);

@@ -14,7 +14,7 @@ namespace dracpu::dra {
 
 struct RegistrationInfo {
   std::string driver_name;
-  std::string endpoint;  // absolute path of the DRA socket
+  std::string endpoint;                         // absolute path of the DRA socket
   std::vector<std::string> supported_versions;  // most preferred first
 };
 

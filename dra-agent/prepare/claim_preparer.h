@@ -43,7 +43,8 @@ struct ClaimPrepareResult {
 class ClaimPreparer {
  public:
   virtual ~ClaimPreparer() = default;
-  virtual std::map<std::string, ClaimPrepareResult> Prepare(const std::vector<ClaimRef>& claims) = 0;
+  virtual std::map<std::string, ClaimPrepareResult> Prepare(
+      const std::vector<ClaimRef>& claims) = 0;
   // uid -> error ("" on success).
   virtual std::map<std::string, std::string> Unprepare(const std::vector<ClaimRef>& claims) = 0;
 };

@@ -23,9 +23,15 @@ allocator::AllocatorOptions ToAllocatorOptions(const PlacementPolicy& p, bool st
   o.distribute_cpus_across_cores = p.distribute_cpus_across_cores;
   o.strict_cpu_reservation = strict;
   switch (p.core_type) {
-    case CoreTypePreference::kPerformance: o.core_type = allocator::CoreTypePreference::kPerformance; break;
-    case CoreTypePreference::kEfficiency: o.core_type = allocator::CoreTypePreference::kEfficiency; break;
-    case CoreTypePreference::kAny: o.core_type = allocator::CoreTypePreference::kAny; break;
+    case CoreTypePreference::kPerformance:
+      o.core_type = allocator::CoreTypePreference::kPerformance;
+      break;
+    case CoreTypePreference::kEfficiency:
+      o.core_type = allocator::CoreTypePreference::kEfficiency;
+      break;
+    case CoreTypePreference::kAny:
+      o.core_type = allocator::CoreTypePreference::kAny;
+      break;
   }
   return o;
 }
@@ -50,27 +56,35 @@ double SecondsSince(Clock::time_point start) {
 
 }  // namespace
 
-CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology, const allocator::TopologyIndex& index,
-                                   const DeviceCatalog& catalog, shm::Segment& segment, CdiStore& cdi,
-                                   ClaimFetcher fetch, PreparerOptions options,
+CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology,
+                                   const allocator::TopologyIndex& index,
+                                   const DeviceCatalog& catalog, shm::Segment& segment,
+                                   CdiStore& cdi, ClaimFetcher fetch, PreparerOptions options,
                                    MetricsRegistry* metrics)
-    : topology_(topology), index_(index), catalog_(catalog), segment_(segment), cdi_(cdi),
-      fetch_(std::move(fetch)), options_(std::move(options)) {
+    : topology_(topology),
+      index_(index),
+      catalog_(catalog),
+      segment_(segment),
+      cdi_(cdi),
+      fetch_(std::move(fetch)),
+      options_(std::move(options)) {
   if (metrics != nullptr) {
-    prepare_total_ = &metrics->AddCounter("dra_cpu_prepare_claims_total",
-                                          "Claims handled by NodePrepareResources, by result.", {"result"});
-    unprepare_total_ = &metrics->AddCounter(
-        "dra_cpu_unprepare_claims_total", "Claims handled by NodeUnprepareResources, by result.", {"result"});
+    prepare_total_ =
+        &metrics->AddCounter("dra_cpu_prepare_claims_total",
+                             "Claims handled by NodePrepareResources, by result.", {"result"});
+    unprepare_total_ =
+        &metrics->AddCounter("dra_cpu_unprepare_claims_total",
+                             "Claims handled by NodeUnprepareResources, by result.", {"result"});
     for (const char* r : {"success", "error"}) {
       prepare_total_->Add({r}, 0);
       unprepare_total_->Add({r}, 0);
     }
-    prepare_seconds_ = &metrics->AddHistogram("dra_cpu_prepare_claim_duration_seconds",
-                                              "Per-claim NodePrepareResources latency.", {},
-                                              LatencyBuckets());
-    unprepare_seconds_ = &metrics->AddHistogram("dra_cpu_unprepare_claim_duration_seconds",
-                                                "Per-claim NodeUnprepareResources latency.", {},
-                                                LatencyBuckets());
+    prepare_seconds_ =
+        &metrics->AddHistogram("dra_cpu_prepare_claim_duration_seconds",
+                               "Per-claim NodePrepareResources latency.", {}, LatencyBuckets());
+    unprepare_seconds_ =
+        &metrics->AddHistogram("dra_cpu_unprepare_claim_duration_seconds",
+                               "Per-claim NodeUnprepareResources latency.", {}, LatencyBuckets());
   }
 }
 
@@ -80,7 +94,8 @@ std::mutex& CpuClaimPreparer::ClaimLock(const std::string& uid) {
   return claim_locks_[std::hash<std::string>{}(uid) % claim_locks_.size()];
 }
 
-std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(const std::vector<ClaimRef>& claims) {
+std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
+    const std::vector<ClaimRef>& claims) {
   std::map<std::string, ClaimPrepareResult> out;
   for (const ClaimRef& ref : claims) {
     const auto start = Clock::now();
@@ -94,7 +109,8 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(const std::v
   return out;
 }
 
-std::map<std::string, std::string> CpuClaimPreparer::Unprepare(const std::vector<ClaimRef>& claims) {
+std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
+    const std::vector<ClaimRef>& claims) {
   std::map<std::string, std::string> out;
   for (const ClaimRef& ref : claims) {
     const auto start = Clock::now();
@@ -112,7 +128,8 @@ std::vector<PreparedDevice> CpuClaimPreparer::Devices(
     const ResourceClaimView& claim, const std::vector<const AllocationResultView*>& results) const {
   std::vector<PreparedDevice> devices;
   for (const AllocationResultView* r : results) {
-    devices.push_back({{r->base_request}, r->pool, r->device, {CdiDeviceId(claim.uid)}, r->share_id});
+    devices.push_back(
+        {{r->base_request}, r->pool, r->device, {CdiDeviceId(claim.uid)}, r->share_id});
   }
   return devices;
 }
@@ -164,9 +181,9 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
             r->device);
       }
       if (policy.full_pcpus_only && count % topology_.MaxThreadsPerCore() != 0) {
-        return InvalidArgumentError(what + ": " + std::to_string(count) +
-                                    " CPUs is not a whole number of cores of " +
-                                    std::to_string(topology_.MaxThreadsPerCore()) + " threads (fullPCPUsOnly)");
+        return InvalidArgumentError(
+            what + ": " + std::to_string(count) + " CPUs is not a whole number of cores of " +
+            std::to_string(topology_.MaxThreadsPerCore()) + " threads (fullPCPUsOnly)");
       }
       if (config.cpuset) {
         cpus = *config.cpuset;
@@ -193,8 +210,8 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
         allocator::AllocationRequest request;
         request.available = device->group_cpus & (free - chosen);
         request.count = static_cast<int>(count);
-        auto placed = allocator::Allocate(index_, request,
-                                          ToAllocatorOptions(policy, options_.strict_cpu_reservation));
+        auto placed = allocator::Allocate(
+            index_, request, ToAllocatorOptions(policy, options_.strict_cpu_reservation));
         if (!placed.ok()) return placed.status().WithContext(what);
         cpus = *placed;
       }
@@ -205,7 +222,9 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
 }
 
 ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
-  auto fail = [&](const Status& s) { return ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()}; };
+  auto fail = [&](const Status& s) {
+    return ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()};
+  };
   if (Status s = ValidateClaimUid(ref.uid); !s.ok()) return fail(s);
   std::lock_guard claim_lock(ClaimLock(ref.uid));
 
@@ -217,7 +236,8 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
     return fail(NotFoundError("the API server has uid " + claim->uid +
                               " for this name (the claim was deleted and re-created)"));
   }
-  if (!claim->allocated) return fail(FailedPreconditionError("not allocated (no status.allocation)"));
+  if (!claim->allocated)
+    return fail(FailedPreconditionError("not allocated (no status.allocation)"));
   std::vector<const AllocationResultView*> ours;
   for (const AllocationResultView& r : claim->results) {
     if (r.driver == kDriverNameForClaims) ours.push_back(&r);
@@ -227,7 +247,8 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
   // A repeated Prepare: the same CPUs again.
   auto existing = segment_.FindClaim(ref.uid);
   if (!existing.ok()) return fail(existing.status());
-  if (existing->has_value() && static_cast<shm::ClaimState>((*existing)->state) != shm::ClaimState::kReleasing) {
+  if (existing->has_value() &&
+      static_cast<shm::ClaimState>((*existing)->state) != shm::ClaimState::kReleasing) {
     const shm::ClaimSpec spec = shm::DecodeClaim(**existing);
     if (Status s = cdi_.Write(ref.uid, spec.cpus); !s.ok()) return fail(s);
     if (spec.state != shm::ClaimState::kPrepared) {
@@ -259,12 +280,14 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
     bool align_memory = false;
     auto cpus = Place(*claim, ours, free, online, align_memory);
     if (!cpus.ok()) return fail(cpus.status());
-    const CpuSet pool_base = (options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online) & online;
+    const CpuSet pool_base =
+        (options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online) & online;
     const int shared_after = (pool_base - claimed - *cpus).Count();
     if (shared_after < options_.min_shared_cpus) {
-      return fail(ResourceExhaustedError(
-          "granting CPUs " + cpus->ToListString() + " would leave " + std::to_string(shared_after) +
-          " CPUs in the shared pool, below minSharedCPUs " + std::to_string(options_.min_shared_cpus)));
+      return fail(ResourceExhaustedError("granting CPUs " + cpus->ToListString() + " would leave " +
+                                         std::to_string(shared_after) +
+                                         " CPUs in the shared pool, below minSharedCPUs " +
+                                         std::to_string(options_.min_shared_cpus)));
     }
     spec.uid = ref.uid;
     spec.namespace_ = claim->namespace_name;
@@ -331,27 +354,33 @@ std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
 Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
   std::vector<std::string> report;
   ASSIGN_OR_RETURN(CdiStore::Listing listing, cdi_.List());
-  for (const Status& problem : listing.problems) report.push_back("unusable CDI spec: " + problem.message());
+  for (const Status& problem : listing.problems)
+    report.push_back("unusable CDI spec: " + problem.message());
   std::map<std::string, CpuSet> on_disk;
   for (const ClaimEnv& c : listing.claims) on_disk[c.claim_uid] = c.cpus;
 
   ASSIGN_OR_RETURN(shm::WriteTransaction txn, segment_.Begin());
   // Shared memory first: finish or undo what a crash interrupted.
   std::vector<shm::ClaimSpec> in_memory;
-  for (uint32_t i = 0; i < txn.claim_count(); ++i) in_memory.push_back(shm::DecodeClaim(txn.claim_at(i)));
+  for (uint32_t i = 0; i < txn.claim_count(); ++i)
+    in_memory.push_back(shm::DecodeClaim(txn.claim_at(i)));
   for (const shm::ClaimSpec& c : in_memory) {
     const bool has_spec = on_disk.count(c.uid) > 0;
     if (c.state == shm::ClaimState::kReleasing) {
       RETURN_IF_ERROR(cdi_.Remove(c.uid));
       RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
       on_disk.erase(c.uid);
-      report.push_back("claim " + c.uid + ": finished an interrupted Unprepare, CPUs " + c.cpus.ToListString() + " released");
+      report.push_back("claim " + c.uid + ": finished an interrupted Unprepare, CPUs " +
+                       c.cpus.ToListString() + " released");
     } else if (!has_spec && c.state == shm::ClaimState::kReserved) {
       RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
-      report.push_back("claim " + c.uid + ": dropped a reservation whose Prepare never finished, CPUs " + c.cpus.ToListString());
+      report.push_back("claim " + c.uid +
+                       ": dropped a reservation whose Prepare never finished, CPUs " +
+                       c.cpus.ToListString());
     } else if (!has_spec) {
       RETURN_IF_ERROR(cdi_.Write(c.uid, c.cpus));
-      report.push_back("claim " + c.uid + ": rewrote its missing CDI spec, CPUs " + c.cpus.ToListString());
+      report.push_back("claim " + c.uid + ": rewrote its missing CDI spec, CPUs " +
+                       c.cpus.ToListString());
     } else if (!(on_disk[c.uid] == c.cpus)) {
       // Both survived but disagree: the CDI spec is what containers were created with.
       report.push_back("claim " + c.uid + ": shared memory had CPUs " + c.cpus.ToListString() +
@@ -360,8 +389,10 @@ Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
       fixed.cpus = on_disk[c.uid];
       fixed.mems = NumaNodesOf(topology_, fixed.cpus);
       RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
-      if (!(fixed.cpus - catalog_.allocatable).Empty() || txn.ClaimedCpus().Intersects(fixed.cpus)) {
-        report.push_back("claim " + c.uid + ": its CDI CPUs conflict; left unreserved for the operator");
+      if (!(fixed.cpus - catalog_.allocatable).Empty() ||
+          txn.ClaimedCpus().Intersects(fixed.cpus)) {
+        report.push_back("claim " + c.uid +
+                         ": its CDI CPUs conflict; left unreserved for the operator");
         continue;
       }
       RETURN_IF_ERROR(txn.UpsertClaim(fixed));
@@ -373,10 +404,11 @@ Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
     const CpuSet outside = cpus - catalog_.allocatable;
     const CpuSet taken = cpus & txn.ClaimedCpus();
     if (!outside.Empty() || !taken.Empty()) {
-      report.push_back("claim " + uid + ": CDI spec CPUs " + cpus.ToListString() + " not re-reserved (" +
-                       (!outside.Empty() ? "CPUs " + outside.ToListString() + " are offline or reserved"
-                                         : "CPUs " + taken.ToListString() + " are held by another claim") +
-                       "); its spec is left in place for the operator");
+      report.push_back(
+          "claim " + uid + ": CDI spec CPUs " + cpus.ToListString() + " not re-reserved (" +
+          (!outside.Empty() ? "CPUs " + outside.ToListString() + " are offline or reserved"
+                            : "CPUs " + taken.ToListString() + " are held by another claim") +
+          "); its spec is left in place for the operator");
       continue;
     }
     shm::ClaimSpec spec;
@@ -385,7 +417,8 @@ Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
     spec.cpus = cpus;
     spec.mems = NumaNodesOf(topology_, cpus);
     RETURN_IF_ERROR(txn.UpsertClaim(spec));
-    report.push_back("claim " + uid + ": re-reserved CPUs " + cpus.ToListString() + " from its CDI spec");
+    report.push_back("claim " + uid + ": re-reserved CPUs " + cpus.ToListString() +
+                     " from its CDI spec");
   }
   txn.Commit();
   return report;

@@ -83,8 +83,9 @@ class CpuClaimPreparer final : public ClaimPreparer {
   Result<CpuSet> Place(const ResourceClaimView& claim,
                        const std::vector<const AllocationResultView*>& results, const CpuSet& free,
                        const CpuSet& online, bool& align_memory) const;
-  std::vector<PreparedDevice> Devices(const ResourceClaimView& claim,
-                                      const std::vector<const AllocationResultView*>& results) const;
+  std::vector<PreparedDevice> Devices(
+      const ResourceClaimView& claim,
+      const std::vector<const AllocationResultView*>& results) const;
   std::mutex& ClaimLock(const std::string& uid);
 
   const CpuTopology& topology_;

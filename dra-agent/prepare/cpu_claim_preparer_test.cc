@@ -29,12 +29,14 @@ std::string ClaimJson(const std::string& uid, const std::vector<Result_>& result
   std::string r;
   for (const Result_& x : results) {
     if (!r.empty()) r += ",";
-    r += R"({"request":")" + x.request + R"(","driver":"dra.cpu","pool":"node-a","device":")" + x.device + "\"";
+    r += R"({"request":")" + x.request + R"(","driver":"dra.cpu","pool":"node-a","device":")" +
+         x.device + "\"";
     if (!x.consumed.empty()) r += R"(,"consumedCapacity":{"dra.cpu/cpu":")" + x.consumed + "\"}";
     r += "}";
   }
   return R"({"metadata":{"namespace":"ns","name":"c-)" + uid + R"(","uid":")" + uid +
-         R"("},"status":{"allocation":{"devices":{"results":[)" + r + "],\"config\":[" + config + "]}}}}";
+         R"("},"status":{"allocation":{"devices":{"results":[)" + r + "],\"config\":[" + config +
+         "]}}}}";
 }
 
 class PreparerTest : public ::testing::Test {
@@ -45,13 +47,16 @@ class PreparerTest : public ::testing::Test {
   void Build(CpuDeviceMode mode, int min_shared = 1) {
     preparer_.reset();
     topology_ = testing::SyntheticTopology({2, 1, 4, 2});
-    index_ = std::make_unique<allocator::TopologyIndex>(allocator::TopologyIndex::Build(topology_).value());
+    index_ = std::make_unique<allocator::TopologyIndex>(
+        allocator::TopologyIndex::Build(topology_).value());
     CatalogOptions co;
     co.mode = mode;
     co.min_shared_cpus = min_shared;
     catalog_ = BuildDeviceCatalog(topology_, co).value();
     if (!segment_) {
-      segment_ = shm::Segment::Open(dir_.File("state.shm"), shm::testing::TestOptions(shm::Role::kDraAgent)).value();
+      segment_ = shm::Segment::Open(dir_.File("state.shm"),
+                                    shm::testing::TestOptions(shm::Role::kDraAgent))
+                     .value();
       std::filesystem::create_directories(dir_.File("cdi"));
       fs_ = NewPosixFileSystem(dir_.path()).value();
       cdi_ = std::make_unique<CdiStore>(*fs_, "cdi");
@@ -69,19 +74,23 @@ class PreparerTest : public ::testing::Test {
         [this](const std::string& ns, const std::string& name) -> Result<std::string> {
           std::lock_guard lock(mu_);
           auto it = claims_.find(ns + "/" + name);
-          if (it == claims_.end()) return NotFoundError("resourceclaims \"" + name + "\" not found");
+          if (it == claims_.end())
+            return NotFoundError("resourceclaims \"" + name + "\" not found");
           return it->second;
         },
         po, &metrics_);
   }
 
-  ClaimRef Add(const std::string& uid, const std::vector<Result_>& results, const std::string& config = "") {
+  ClaimRef Add(const std::string& uid, const std::vector<Result_>& results,
+               const std::string& config = "") {
     std::lock_guard lock(mu_);
     claims_["ns/c-" + uid] = ClaimJson(uid, results, config);
     return {"ns", "c-" + uid, uid};
   }
 
-  ClaimPrepareResult PrepareOne(const ClaimRef& ref) { return preparer_->Prepare({ref}).at(ref.uid); }
+  ClaimPrepareResult PrepareOne(const ClaimRef& ref) {
+    return preparer_->Prepare({ref}).at(ref.uid);
+  }
 
   CpuSet Held(const std::string& uid) {
     auto c = segment_->FindClaim(uid).value();
@@ -121,8 +130,11 @@ TEST_F(PreparerTest, GroupedClaimGetsWholeCoresInItsNumaNode) {
   auto listing = cdi_->List().value();
   ASSERT_EQ(listing.claims.size(), 1u);
   EXPECT_EQ(listing.claims[0].cpus, held);
-  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state), shm::ClaimState::kPrepared);
-  EXPECT_EQ(metrics_.RenderText().find("dra_cpu_prepare_claims_total{result=\"success\"} 1") != std::string::npos, true);
+  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state),
+            shm::ClaimState::kPrepared);
+  EXPECT_EQ(metrics_.RenderText().find("dra_cpu_prepare_claims_total{result=\"success\"} 1") !=
+                std::string::npos,
+            true);
 }
 
 TEST_F(PreparerTest, RepeatedPrepareIsIdempotent) {
@@ -136,7 +148,9 @@ TEST_F(PreparerTest, RepeatedPrepareIsIdempotent) {
 }
 
 TEST_F(PreparerTest, ResultsOfOneClaimAreDisjoint) {
-  const ClaimRef ref = Add("u1", {{"a", "cpudevnuma000", "2"}, {"b", "cpudevnuma000", "2"}, {"c", "cpudevnuma001", "2"}});
+  const ClaimRef ref =
+      Add("u1",
+          {{"a", "cpudevnuma000", "2"}, {"b", "cpudevnuma000", "2"}, {"c", "cpudevnuma001", "2"}});
   ClaimPrepareResult r = PrepareOne(ref);
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.devices.size(), 3u);
@@ -146,7 +160,9 @@ TEST_F(PreparerTest, ResultsOfOneClaimAreDisjoint) {
 
 TEST_F(PreparerTest, ConcurrentClaimsNeverOverlap) {
   std::vector<ClaimRef> refs;
-  for (int i = 0; i < 7; ++i) refs.push_back(Add("u" + std::to_string(i), {{"r", i % 2 ? "cpudevnuma001" : "cpudevnuma000", "2"}}));
+  for (int i = 0; i < 7; ++i)
+    refs.push_back(
+        Add("u" + std::to_string(i), {{"r", i % 2 ? "cpudevnuma001" : "cpudevnuma000", "2"}}));
   std::vector<std::thread> threads;
   std::vector<std::string> errors(refs.size());
   for (size_t i = 0; i < refs.size(); ++i) {
@@ -175,9 +191,12 @@ TEST_F(PreparerTest, ConcurrentClaimsNeverOverlap) {
 // claim's CPUs are whole cores inside its NUMA node, and the CDI specs agree with shared memory.
 TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
   preparer_.reset();
-  segment_ = shm::Segment::Open(dir_.File("big.shm"), shm::testing::TestOptions(shm::Role::kDraAgent, 256)).value();
+  segment_ =
+      shm::Segment::Open(dir_.File("big.shm"), shm::testing::TestOptions(shm::Role::kDraAgent, 256))
+          .value();
   topology_ = testing::SyntheticTopology({8, 1, 64, 2});
-  index_ = std::make_unique<allocator::TopologyIndex>(allocator::TopologyIndex::Build(topology_).value());
+  index_ = std::make_unique<allocator::TopologyIndex>(
+      allocator::TopologyIndex::Build(topology_).value());
   CatalogOptions co;
   catalog_ = BuildDeviceCatalog(topology_, co).value();
   PreparerOptions po;
@@ -188,11 +207,13 @@ TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
     if (it == claims_.end()) return NotFoundError(name);
     return it->second;
   };
-  preparer_ = std::make_unique<CpuClaimPreparer>(topology_, *index_, catalog_, *segment_, *cdi_, fetch, po, nullptr);
+  preparer_ = std::make_unique<CpuClaimPreparer>(topology_, *index_, catalog_, *segment_, *cdi_,
+                                                 fetch, po, nullptr);
   std::vector<ClaimRef> refs;
   for (int i = 0; i < 100; ++i) {
     // 8 claims of 8 CPUs (4 whole cores) per NUMA node + a few of 2: 100 claims, 784 CPUs.
-    refs.push_back(Add("c" + std::to_string(i), {{"r", NumaDeviceName(i % 8), i < 96 ? "8" : "2"}}));
+    refs.push_back(
+        Add("c" + std::to_string(i), {{"r", NumaDeviceName(i % 8), i < 96 ? "8" : "2"}}));
   }
   std::atomic<int> next{0};
   std::vector<std::thread> threads;
@@ -200,7 +221,9 @@ TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&] {
       for (int i = next++; i < static_cast<int>(refs.size()); i = next++) {
-        errors[static_cast<size_t>(i)] = preparer_->Prepare({refs[static_cast<size_t>(i)]}).at(refs[static_cast<size_t>(i)].uid).error;
+        errors[static_cast<size_t>(i)] = preparer_->Prepare({refs[static_cast<size_t>(i)]})
+                                             .at(refs[static_cast<size_t>(i)].uid)
+                                             .error;
       }
     });
   }
@@ -209,7 +232,8 @@ TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
   for (size_t i = 0; i < refs.size(); ++i) {
     ASSERT_EQ(errors[i], "") << refs[i].uid;
     const CpuSet held = Held(refs[i].uid);
-    EXPECT_FALSE(all.Intersects(held)) << refs[i].uid << " overlaps: " << (all & held).ToListString();
+    EXPECT_FALSE(all.Intersects(held))
+        << refs[i].uid << " overlaps: " << (all & held).ToListString();
     all |= held;
     EXPECT_TRUE(held.IsSubsetOf(topology_.numa_nodes[i % 8].cpus)) << refs[i].uid;
     for (const Core& core : topology_.cores) {
@@ -224,13 +248,18 @@ TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
 }
 
 TEST_F(PreparerTest, ExplicitCpusetIsValidated) {
-  const std::string cfg = R"({"source":"FromClaim","requests":[],"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"1,9"}}}})";
+  const std::string cfg =
+      R"({"source":"FromClaim","requests":[],"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"1,9"}}}})";
   ASSERT_EQ(PrepareOne(Add("u1", {{"r", "cpudevnuma000", "2"}}, cfg)).error, "");
   EXPECT_EQ(Held("u1").ToListString(), "1,9");
-  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudevnuma000", "2"}}, cfg)).error, HasSubstr("held by another claim"));
-  EXPECT_THAT(PrepareOne(Add("u3", {{"r", "cpudevnuma000", "3"}}, cfg)).error, HasSubstr("has 2 CPUs, the allocation 3"));
-  const std::string other_node = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"4-5"}}}})";
-  EXPECT_THAT(PrepareOne(Add("u4", {{"r", "cpudevnuma000", "2"}}, other_node)).error, HasSubstr("not allocatable CPUs of the device"));
+  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudevnuma000", "2"}}, cfg)).error,
+              HasSubstr("held by another claim"));
+  EXPECT_THAT(PrepareOne(Add("u3", {{"r", "cpudevnuma000", "3"}}, cfg)).error,
+              HasSubstr("has 2 CPUs, the allocation 3"));
+  const std::string other_node =
+      R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"4-5"}}}})";
+  EXPECT_THAT(PrepareOne(Add("u4", {{"r", "cpudevnuma000", "2"}}, other_node)).error,
+              HasSubstr("not allocatable CPUs of the device"));
   EXPECT_TRUE(Held("u2").Empty());
   EXPECT_EQ(cdi_->List()->claims.size(), 1u);
 }
@@ -249,11 +278,22 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
       {"nocap", {{"r", "cpudevnuma000", ""}}, "", "no consumedCapacity"},
       {"unknown", {{"r", "cpudevnuma007", "1"}}, "", "no such device"},
       // cpudevnuma000 publishes 7 of its 8 CPUs (the floor), cpudevnuma001 all 8.
-      {"overcap", {{"r", "cpudevnuma000", "8"}}, "", "8 CPUs is more than the capacity 7 of device cpudevnuma000"},
-      {"toomany", {{"r", "cpudevnuma001", "9"}}, "", "9 CPUs is more than the capacity 8 of device cpudevnuma001"},
-      {"oversum", {{"a", "cpudevnuma000", "4"}, {"b", "cpudevnuma000", "4"}}, "",
+      {"overcap",
+       {{"r", "cpudevnuma000", "8"}},
+       "",
+       "8 CPUs is more than the capacity 7 of device cpudevnuma000"},
+      {"toomany",
+       {{"r", "cpudevnuma001", "9"}},
+       "",
+       "9 CPUs is more than the capacity 8 of device cpudevnuma001"},
+      {"oversum",
+       {{"a", "cpudevnuma000", "4"}, {"b", "cpudevnuma000", "4"}},
+       "",
        "8 CPUs (with the claim's other results on this device) is more than the capacity 7"},
-      {"smt", {{"r", "cpudevnuma000", "3"}}, R"({"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true}}}})", "not a whole number of cores"},
+      {"smt",
+       {{"r", "cpudevnuma000", "3"}},
+       R"({"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true}}}})",
+       "not a whole number of cores"},
   };
   for (const BadClaim& c : cases) {
     SCOPED_TRACE(c.name);
@@ -267,7 +307,8 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
   EXPECT_THAT(PrepareOne({"ns", "c-real", "other-uid"}).error, HasSubstr("has uid real"));
   {
     std::lock_guard lock(mu_);
-    claims_["ns/c-unalloc"] = R"({"metadata":{"namespace":"ns","name":"c-unalloc","uid":"unalloc"},"status":{}})";
+    claims_["ns/c-unalloc"] =
+        R"({"metadata":{"namespace":"ns","name":"c-unalloc","uid":"unalloc"},"status":{}})";
   }
   EXPECT_THAT(PrepareOne({"ns", "c-unalloc", "unalloc"}).error, HasSubstr("not allocated"));
   EXPECT_THAT(PrepareOne({"ns", "x", "bad/uid"}).error, HasSubstr("other than letters"));
@@ -289,7 +330,8 @@ TEST_F(PreparerTest, IndividualModeMapsDevicesToCpus) {
   Build(CpuDeviceMode::kIndividual);
   ASSERT_EQ(PrepareOne(Add("u1", {{"r", "cpudev000", ""}, {"r", "cpudev001", ""}})).error, "");
   EXPECT_EQ(Held("u1").ToListString(), "1,9");  // CPU 0 is the unpublished shared-pool floor
-  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudev001", ""}})).error, HasSubstr("overlapping device assignment"));
+  EXPECT_THAT(PrepareOne(Add("u2", {{"r", "cpudev001", ""}})).error,
+              HasSubstr("overlapping device assignment"));
 }
 
 TEST_F(PreparerTest, UnprepareReleasesAndIsIdempotent) {
@@ -312,7 +354,8 @@ TEST_F(PreparerTest, CpusStayHeldWhileTheCdiSpecCannotBeRemoved) {
   std::filesystem::create_directories(spec + "/blocker");
   EXPECT_THAT(preparer_->Unprepare({ref}).at("u1"), HasSubstr("CPUs stay reserved"));
   EXPECT_EQ(Held("u1"), held);
-  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state), shm::ClaimState::kPrepared);
+  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state),
+            shm::ClaimState::kPrepared);
 }
 
 TEST_F(PreparerTest, FailedCdiWriteRollsBackTheReservation) {
@@ -353,7 +396,8 @@ TEST_F(PreparerTest, ReconcileMakesMemoryAndSpecsAgree) {
 // CPUs unplugged after start-up (the catalog still lists them) are never granted, nor counted in
 // the shared pool; a repeated Prepare of a claim already holding them still answers the same.
 TEST_F(PreparerTest, CpusThatWentOfflineAreNotGranted) {
-  const std::string before_cfg = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"4,12"}}}})";
+  const std::string before_cfg =
+      R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"4,12"}}}})";
   ASSERT_EQ(PrepareOne(Add("before", {{"r", "cpudevnuma001", "2"}}, before_cfg)).error, "");
   const CpuSet before = Held("before");
   {
@@ -363,13 +407,17 @@ TEST_F(PreparerTest, CpusThatWentOfflineAreNotGranted) {
   // Node 0 (0-3,8-11) has 4 online CPUs left; the allocator may only use them.
   ASSERT_EQ(PrepareOne(Add("g", {{"r", "cpudevnuma000", "4"}})).error, "");
   EXPECT_EQ(Held("g").ToListString(), "0-1,8-9");
-  EXPECT_THAT(PrepareOne(Add("more", {{"r", "cpudevnuma000", "1"}})).error, HasSubstr("not enough"));
-  const std::string cfg = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"5,13"}}}})";
+  EXPECT_THAT(PrepareOne(Add("more", {{"r", "cpudevnuma000", "1"}})).error,
+              HasSubstr("not enough"));
+  const std::string cfg =
+      R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"5,13"}}}})";
   EXPECT_EQ(PrepareOne(Add("set", {{"r", "cpudevnuma001", "2"}}, cfg)).error, "");
-  const std::string offline_cfg = R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"3"}}}})";
+  const std::string offline_cfg =
+      R"({"source":"FromClaim","opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"3"}}}})";
   EXPECT_THAT(PrepareOne(Add("off", {{"r", "cpudevnuma000", "1"}}, offline_cfg)).error,
               HasSubstr("cpuConfig.cpuset CPUs 3 are offline"));
-  EXPECT_EQ(PrepareOne(Add("before", {{"r", "cpudevnuma001", "2"}}, before_cfg)).error, "");  // idempotent
+  EXPECT_EQ(PrepareOne(Add("before", {{"r", "cpudevnuma001", "2"}}, before_cfg)).error,
+            "");  // idempotent
   EXPECT_EQ(Held("before"), before);
   {
     std::lock_guard lock(mu_);

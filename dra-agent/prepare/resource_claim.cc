@@ -33,7 +33,8 @@ std::string ToJson(const Value& v) {
   return std::string(b.GetString(), b.GetSize());
 }
 
-Result<std::vector<std::string>> Strings(const Value& obj, const char* key, const std::string& where) {
+Result<std::vector<std::string>> Strings(const Value& obj, const char* key,
+                                         const std::string& where) {
   std::vector<std::string> out;
   if (!obj.HasMember(key)) return out;
   if (!obj[key].IsArray()) return Bad(where + "." + key, "not a list");
@@ -111,7 +112,8 @@ Result<ResourceClaimView> ParseResourceClaim(std::string_view json) {
   const Value& devices = alloc["devices"];
   if (!devices.IsObject()) return Bad("status.allocation.devices", "not an object");
   if (devices.HasMember("results")) {
-    if (!devices["results"].IsArray()) return Bad("status.allocation.devices.results", "not a list");
+    if (!devices["results"].IsArray())
+      return Bad("status.allocation.devices.results", "not a list");
     int i = 0;
     for (const auto& r : devices["results"].GetArray()) {
       const std::string where = "status.allocation.devices.results[" + std::to_string(i++) + "]";
@@ -193,14 +195,17 @@ Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std
   for (size_t i = 0; i < claim.configs.size(); ++i) {
     const OpaqueConfigView& c = claim.configs[i];
     if (c.driver != kDriverNameForClaims || !AppliesTo(c, request)) continue;
-    const std::string where = "status.allocation.devices.config[" + std::to_string(i) + "].opaque.parameters";
+    const std::string where =
+        "status.allocation.devices.config[" + std::to_string(i) + "].opaque.parameters";
     rapidjson::Document p;
     p.Parse(c.parameters.c_str());
     if (p.HasParseError() || !p.IsObject()) return Bad(where, "not a JSON object");
     if (!p.HasMember("apiVersion")) return Bad(where + ".apiVersion", "missing (must be v1alpha1)");
-    if (!p["apiVersion"].IsString()) return Bad(where + ".apiVersion", "not a string (must be v1alpha1)");
+    if (!p["apiVersion"].IsString())
+      return Bad(where + ".apiVersion", "not a string (must be v1alpha1)");
     if (const std::string_view v = p["apiVersion"].GetString(); v != "v1alpha1") {
-      return Bad(where + ".apiVersion", "\"" + std::string(v) + "\" is not supported (must be v1alpha1)");
+      return Bad(where + ".apiVersion",
+                 "\"" + std::string(v) + "\" is not supported (must be v1alpha1)");
     }
     for (const auto& m : p.GetObject()) {
       const std::string key = m.name.GetString();
@@ -237,7 +242,8 @@ Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std
 
 PlacementPolicy ApplyOverride(PlacementPolicy base, const PolicyOverride& o) {
   if (o.full_pcpus_only) base.full_pcpus_only = *o.full_pcpus_only;
-  if (o.distribute_cpus_across_numa) base.distribute_cpus_across_numa = *o.distribute_cpus_across_numa;
+  if (o.distribute_cpus_across_numa)
+    base.distribute_cpus_across_numa = *o.distribute_cpus_across_numa;
   if (o.align_by_uncore_cache) base.prefer_align_cpus_by_uncorecache = *o.align_by_uncore_cache;
   if (o.core_type) base.core_type = *o.core_type;
   if (o.align_memory) base.align_memory = *o.align_memory;

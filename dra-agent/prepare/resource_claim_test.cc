@@ -54,13 +54,18 @@ TEST(ResourceClaim, UnallocatedClaim) {
 }
 
 TEST(ResourceClaim, MalformedDocumentsNameTheField) {
-  EXPECT_THAT(ParseResourceClaim("{"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
+  EXPECT_THAT(ParseResourceClaim("{"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
   EXPECT_THAT(ParseResourceClaim(R"({"metadata": {"name": "c"}})"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("metadata.uid: missing")));
-  EXPECT_THAT(ParseResourceClaim(R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [{"request": "r"}]}}}})"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("results[0].driver: missing")));
-  EXPECT_THAT(ParseResourceClaim(R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "x", "consumedCapacity": {"dra.cpu/cpu": 4}}]}}}})"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a quantity string")));
+  EXPECT_THAT(
+      ParseResourceClaim(
+          R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [{"request": "r"}]}}}})"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("results[0].driver: missing")));
+  EXPECT_THAT(
+      ParseResourceClaim(
+          R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "x", "consumedCapacity": {"dra.cpu/cpu": 4}}]}}}})"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a quantity string")));
 }
 
 struct BadConfig {
@@ -72,27 +77,40 @@ struct BadConfig {
 class ConfigRejects : public ::testing::TestWithParam<BadConfig> {};
 
 TEST_P(ConfigRejects, SaysWhy) {
-  const std::string json = std::string(R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [], "config": [{"source": ")") +
-                           GetParam().source + R"(", "opaque": {"driver": "dra.cpu", "parameters": )" +
-                           GetParam().parameters + "}}]}}}}";
+  const std::string json =
+      std::string(
+          R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [], "config": [{"source": ")") +
+      GetParam().source + R"(", "opaque": {"driver": "dra.cpu", "parameters": )" +
+      GetParam().parameters + "}}]}}}}";
   auto claim = ParseResourceClaim(json);
   ASSERT_THAT(claim, IsOk());
-  EXPECT_THAT(ConfigForRequest(*claim, "r"), StatusIs(StatusCode::kInvalidArgument, HasSubstr(GetParam().reason)));
+  EXPECT_THAT(ConfigForRequest(*claim, "r"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr(GetParam().reason)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Bad, ConfigRejects,
     ::testing::Values(
-        BadConfig{R"({"cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: missing (must be v1alpha1)"},
-        BadConfig{R"({"apiVersion": "v1", "cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: \"v1\" is not supported (must be v1alpha1)"},
-        BadConfig{R"({"apiVersion": 1, "cpuConfig": {"cpuset": "1"}})", "FromClaim", "apiVersion: not a string"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": ""}})", "FromClaim", "is empty"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": "3-1"}})", "FromClaim", "reversed range"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpus": "1"}})", "FromClaim", "missing or not a string"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": "1"}})", "FromClass", "from the DeviceClass"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"fullPCPUsOnly": "yes"}})", "FromClaim", "not true or false"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"coreType": "big"}})", "FromClaim", "is not one of"},
-        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"turbo": true}})", "FromClaim", "policy.turbo: unknown key"},
+        BadConfig{R"({"cpuConfig": {"cpuset": "1"}})", "FromClaim",
+                  "apiVersion: missing (must be v1alpha1)"},
+        BadConfig{R"({"apiVersion": "v1", "cpuConfig": {"cpuset": "1"}})", "FromClaim",
+                  "apiVersion: \"v1\" is not supported (must be v1alpha1)"},
+        BadConfig{R"({"apiVersion": 1, "cpuConfig": {"cpuset": "1"}})", "FromClaim",
+                  "apiVersion: not a string"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": ""}})", "FromClaim",
+                  "is empty"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": "3-1"}})", "FromClaim",
+                  "reversed range"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpus": "1"}})", "FromClaim",
+                  "missing or not a string"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": "1"}})", "FromClass",
+                  "from the DeviceClass"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"fullPCPUsOnly": "yes"}})", "FromClaim",
+                  "not true or false"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"coreType": "big"}})", "FromClaim",
+                  "is not one of"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"turbo": true}})", "FromClaim",
+                  "policy.turbo: unknown key"},
         BadConfig{R"({"apiVersion": "v1alpha1", "extra": 1})", "FromClaim", "extra: unknown key"},
         BadConfig{R"([1])", "FromClaim", "not a JSON object"}));
 
@@ -100,9 +118,12 @@ TEST(CpuQuantity, WholeCpusOnly) {
   EXPECT_THAT(ParseWholeCpuQuantity("4"), IsOkAndHolds(4));
   EXPECT_THAT(ParseWholeCpuQuantity("4000m"), IsOkAndHolds(4));
   EXPECT_THAT(ParseWholeCpuQuantity("2.0"), IsOkAndHolds(2));
-  EXPECT_THAT(ParseWholeCpuQuantity("1500m"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("fraction")));
-  EXPECT_THAT(ParseWholeCpuQuantity("1.5"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("fraction")));
-  EXPECT_THAT(ParseWholeCpuQuantity("0"), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not positive")));
+  EXPECT_THAT(ParseWholeCpuQuantity("1500m"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("fraction")));
+  EXPECT_THAT(ParseWholeCpuQuantity("1.5"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("fraction")));
+  EXPECT_THAT(ParseWholeCpuQuantity("0"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not positive")));
   EXPECT_THAT(ParseWholeCpuQuantity("-2"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(ParseWholeCpuQuantity("2Ki"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(ParseWholeCpuQuantity(""), StatusIs(StatusCode::kInvalidArgument));

@@ -24,7 +24,8 @@ std::vector<std::string> PcieRootsOf(const CpuTopology& t, const CpuSet& cpus) {
   return roots;
 }
 
-void AddPcieRoots(const CpuTopology& t, const CatalogOptions& o, CatalogDevice& d, const CpuSet& cpus) {
+void AddPcieRoots(const CpuTopology& t, const CatalogOptions& o, CatalogDevice& d,
+                  const CpuSet& cpus) {
   if (!o.expose_pcie_roots) return;
   std::vector<std::string> roots = PcieRootsOf(t, cpus);
   // The API refuses an empty list value ("must be a non-empty list"): a device without a local
@@ -69,7 +70,8 @@ Status BuildGrouped(const CpuTopology& t, const CatalogOptions& o, int floor_nee
       groups.push_back({"cpudevmachine", -1, catalog.allocatable});
       break;
   }
-  std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.name < b.name; });
+  std::sort(groups.begin(), groups.end(),
+            [](const Group& a, const Group& b) { return a.name < b.name; });
   const CapacityPolicy policy = PolicyFor(t, o);
   for (const Group& g : groups) {
     if (g.cpus.Empty()) continue;
@@ -154,7 +156,8 @@ void BuildIndividual(const CpuTopology& t, const CatalogOptions& o, int floor_ne
 void KeepStartupDeviceNames(const DeviceCatalog& startup, DeviceCatalog& rebuilt) {
   if (rebuilt.options.mode != CpuDeviceMode::kIndividual) return;
   std::map<std::string, size_t> index;  // the start-up device's CPU list -> its position
-  for (size_t i = 0; i < startup.devices.size(); ++i) index[startup.devices[i].cpus.ToListString()] = i;
+  for (size_t i = 0; i < startup.devices.size(); ++i)
+    index[startup.devices[i].cpus.ToListString()] = i;
   std::vector<std::pair<size_t, CatalogDevice>> kept;
   for (CatalogDevice& d : rebuilt.devices) {
     auto it = index.find(d.cpus.ToListString());
@@ -162,7 +165,8 @@ void KeepStartupDeviceNames(const DeviceCatalog& startup, DeviceCatalog& rebuilt
     d.name = startup.devices[it->second].name;
     kept.emplace_back(it->second, std::move(d));
   }
-  std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(kept.begin(), kept.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   rebuilt.devices.clear();
   for (auto& [i, d] : kept) rebuilt.devices.push_back(std::move(d));
 }
@@ -178,7 +182,8 @@ const CatalogDevice* DeviceCatalog::Find(std::string_view name) const {
   return nullptr;
 }
 
-Result<DeviceCatalog> BuildDeviceCatalog(const CpuTopology& topology, const CatalogOptions& options) {
+Result<DeviceCatalog> BuildDeviceCatalog(const CpuTopology& topology,
+                                         const CatalogOptions& options) {
   DeviceCatalog catalog;
   catalog.options = options;
   catalog.allocatable = topology.online - options.reserved;

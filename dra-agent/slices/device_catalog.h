@@ -49,8 +49,8 @@ struct CatalogDevice {
   std::optional<int64_t> cpu_capacity;
   std::optional<CapacityPolicy> capacity_policy;
   bool allow_multiple_allocations = false;
-  CpuSet cpus;            // CPUs the device hands out (its published share)
-  CpuSet group_cpus;      // every allocatable CPU of the group (for health and placement)
+  CpuSet cpus;        // CPUs the device hands out (its published share)
+  CpuSet group_cpus;  // every allocatable CPU of the group (for health and placement)
   bool uses_list_attributes = false;
 };
 
@@ -76,7 +76,8 @@ struct DeviceCatalog {
 
 // Builds the catalog. FAILED_PRECONDITION when the floor cannot be met (fewer allocatable CPUs
 // than minSharedCPUs), with the numbers.
-Result<DeviceCatalog> BuildDeviceCatalog(const CpuTopology& topology, const CatalogOptions& options);
+Result<DeviceCatalog> BuildDeviceCatalog(const CpuTopology& topology,
+                                         const CatalogOptions& options);
 
 // After a topology change (CPU hotplug), in individual mode: gives every device of `rebuilt` the
 // name its CPU had in `startup`, drops the devices whose CPU had no start-up device, and keeps the

@@ -1,9 +1,9 @@
 #include "dra-agent/slices/device_catalog.h"
 
-#include <algorithm>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/synthetic_topology.h"
@@ -160,7 +160,8 @@ TEST(DeviceCatalog, PcieRootsAreListAttributes) {
   o.expose_pcie_roots = true;
   auto c = BuildDeviceCatalog(t, o);
   ASSERT_THAT(c, IsOk());
-  EXPECT_THAT(std::get<std::vector<std::string>>(c->devices[1].attributes.at("resource.kubernetes.io/pcieRoot")),
+  EXPECT_THAT(std::get<std::vector<std::string>>(
+                  c->devices[1].attributes.at("resource.kubernetes.io/pcieRoot")),
               ElementsAre("pci0000:80"));
   EXPECT_TRUE(c->devices[1].uses_list_attributes);
 }

@@ -120,7 +120,8 @@ std::string SliceGenerateName(int index, const std::string& node_name) {
   return std::string(prefix) + "-dra.cpu-" + node_name + "-";
 }
 
-std::string RenderDevicesJson(const std::vector<const CatalogDevice*>& devices, const PoolInfo& pool) {
+std::string RenderDevicesJson(const std::vector<const CatalogDevice*>& devices,
+                              const PoolInfo& pool) {
   rapidjson::StringBuffer b;
   Writer w(b);
   Devices(w, devices, pool);

@@ -37,6 +37,7 @@ std::string RenderResourceSlice(const std::vector<const CatalogDevice*>& devices
 
 // Only the "devices" array of a chunk, canonical (keys in fixed order): publishers compare it
 // with what the API server holds to decide whether a slice needs an update.
-std::string RenderDevicesJson(const std::vector<const CatalogDevice*>& devices, const PoolInfo& pool);
+std::string RenderDevicesJson(const std::vector<const CatalogDevice*>& devices,
+                              const PoolInfo& pool);
 
 }  // namespace dracpu::dra

@@ -33,11 +33,13 @@ TEST(SliceDocument, GroupedSliceShape) {
   const auto& dev = spec["devices"][0];
   EXPECT_STREQ(dev["name"].GetString(), "cpudevnuma000");
   EXPECT_STREQ(dev["capacity"]["dra.cpu/cpu"]["value"].GetString(), "3");  // 4 CPUs - floor 1
-  EXPECT_STREQ(dev["capacity"]["dra.cpu/cpu"]["requestPolicy"]["validRange"]["min"].GetString(), "1");
+  EXPECT_STREQ(dev["capacity"]["dra.cpu/cpu"]["requestPolicy"]["validRange"]["min"].GetString(),
+               "1");
   EXPECT_TRUE(dev["allowMultipleAllocations"].GetBool());
   EXPECT_EQ(dev["attributes"]["resource.kubernetes.io/numaNode"]["int"].GetInt64(), 0);
   EXPECT_TRUE(dev["attributes"]["dra.cpu/smtEnabled"]["bool"].GetBool());
-  EXPECT_STREQ(dev["nodeAllocatableResources"]["cpu"]["mapping"]["capacityKey"].GetString(), "dra.cpu/cpu");
+  EXPECT_STREQ(dev["nodeAllocatableResources"]["cpu"]["mapping"]["capacityKey"].GetString(),
+               "dra.cpu/cpu");
 }
 
 TEST(SliceDocument, IndividualModeChunksBy128) {
@@ -60,7 +62,8 @@ TEST(SliceDocument, IndividualModeChunksBy128) {
   const auto& dev = doc["spec"]["devices"][0];
   EXPECT_FALSE(dev.HasMember("capacity"));
   EXPECT_FALSE(dev.HasMember("allowMultipleAllocations"));
-  EXPECT_STREQ(dev["nodeAllocatableResources"]["cpu"]["mapping"]["deviceMultiplier"].GetString(), "1");
+  EXPECT_STREQ(dev["nodeAllocatableResources"]["cpu"]["mapping"]["deviceMultiplier"].GetString(),
+               "1");
 }
 
 TEST(SliceDocument, ListAttributesHalveTheChunk) {

@@ -86,8 +86,7 @@ std::optional<int> SliceIndexFromName(const std::string& name, const std::string
 }
 
 Result<std::unique_ptr<SlicePublisher>> SlicePublisher::Create(kube::KubeClient& client,
-                                                               Clock& clock,
-                                                               Random& random,
+                                                               Clock& clock, Random& random,
                                                                SlicePublisherOptions options) {
   if (options.node_name.empty()) return InvalidArgumentError("slice publisher: empty node name");
   if (options.conflict_retries < 0) options.conflict_retries = 0;
@@ -306,10 +305,9 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
   // 5. Update changed slices (all of them when the generation moved).
   for (int i = 0; i < count; ++i) {
     if (matched[i] == nullptr || (!bump && is_unchanged[i])) continue;
-    ASSIGN_OR_RETURN(JsonObject body,
-                     JsonObject::Parse(RenderResourceSlice(chunks[i], count, i, pool,
-                                                           matched[i]->Name(),
-                                                           matched[i]->ResourceVersion())));
+    ASSIGN_OR_RETURN(JsonObject body, JsonObject::Parse(RenderResourceSlice(
+                                          chunks[i], count, i, pool, matched[i]->Name(),
+                                          matched[i]->ResourceVersion())));
     Result<JsonObject> updated = client_.Update(kube::ResourceSlicePath(matched[i]->Name()), body);
     if (!updated.ok()) return fail(updated.status());
     remember(i, *updated);
@@ -371,9 +369,8 @@ void SlicePublisher::Run(const std::atomic<bool>& stop) {
       std::unique_lock<std::mutex> lock(mu_);
       // Events before the first SetDesired keep the pool dirty but must not spin the loop.
       if (!retry) {
-        cv_.wait_for(lock, kStopPoll, [&] {
-          return (dirty_ && desired_ != nullptr) || stop_requested_.load();
-        });
+        cv_.wait_for(lock, kStopPoll,
+                     [&] { return (dirty_ && desired_ != nullptr) || stop_requested_.load(); });
       }
       dirty = dirty_;
       immediate = immediate_;
@@ -381,8 +378,7 @@ void SlicePublisher::Run(const std::atomic<bool>& stop) {
     }
     if (stopping()) break;
     if (!have_desired) continue;  // nothing to publish yet; events keep the pool dirty
-    const bool resync_due =
-        options_.resync_interval.count() > 0 && clock_.Now() >= next_resync;
+    const bool resync_due = options_.resync_interval.count() > 0 && clock_.Now() >= next_resync;
     if (!dirty && !retry && !resync_due) continue;
     if (dirty && !immediate && !retry && options_.debounce.count() > 0) {
       sleep(options_.debounce);  // let a burst of events settle into one sync

@@ -50,9 +50,9 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "dra-agent/kube/backoff.h"
-#include "common/clock.h"
 #include "dra-agent/kube/json_object.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/slices/device_catalog.h"
@@ -64,8 +64,8 @@ struct SlicePublisherOptions {
   // Wait after a watch event before syncing, so a burst of events gives one sync.
   std::chrono::milliseconds debounce{100};
   // Failed syncs retry after these delays (reset by a success).
-  kube::BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000),
-                              2.0, 0.5};
+  kube::BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000), 2.0,
+                              0.5};
   // A full sync this often even without events (0: never).
   std::chrono::milliseconds resync_interval{std::chrono::minutes(10)};
   // Immediate re-list + retry after a 409 Conflict inside one SyncOnce.
@@ -78,17 +78,17 @@ struct SlicePublisherOptions {
 };
 
 struct SlicePublisherStats {
-  uint64_t syncs = 0;         // SyncOnce calls that completed (OK or not)
-  uint64_t sync_errors = 0;   // ... that failed
+  uint64_t syncs = 0;        // SyncOnce calls that completed (OK or not)
+  uint64_t sync_errors = 0;  // ... that failed
   uint64_t creates = 0;
   uint64_t updates = 0;
-  uint64_t deletes = 0;       // obsolete slices deleted (404s included)
-  uint64_t conflicts = 0;     // 409s that forced a re-list
+  uint64_t deletes = 0;         // obsolete slices deleted (404s included)
+  uint64_t conflicts = 0;       // 409s that forced a re-list
   uint64_t watch_triggers = 0;  // watch events / re-lists that marked the pool dirty
-  int64_t generation = 0;     // pool generation after the last successful sync
-  int slices = 0;             // slices published after the last successful sync
-  bool published = false;     // the desired state was reached at least once
-  std::string last_error;     // "" when the last sync succeeded
+  int64_t generation = 0;       // pool generation after the last successful sync
+  int slices = 0;               // slices published after the last successful sync
+  bool published = false;       // the desired state was reached at least once
+  std::string last_error;       // "" when the last sync succeeded
 };
 
 class SlicePublisher {
@@ -137,16 +137,16 @@ class SlicePublisher {
   const SlicePublisherOptions options_;
   const std::string field_selector_;
 
-  std::mutex sync_mu_;  // serializes syncs
+  std::mutex sync_mu_;    // serializes syncs
   std::string node_uid_;  // guarded by sync_mu_
   // Per desired slice index: the desired content we last wrote and the server's form of it.
   std::vector<std::pair<std::string, kube::JsonObject>> written_;  // guarded by sync_mu_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::shared_ptr<const Desired> desired_;  // guarded by mu_
-  bool dirty_ = false;                      // guarded by mu_
-  bool immediate_ = false;                  // guarded by mu_
+  std::shared_ptr<const Desired> desired_;                    // guarded by mu_
+  bool dirty_ = false;                                        // guarded by mu_
+  bool immediate_ = false;                                    // guarded by mu_
   std::set<std::pair<std::string, std::string>> own_writes_;  // (name, rv); guarded by mu_
   std::set<std::string> own_deletes_;                         // guarded by mu_
   SlicePublisherStats stats_;                                 // guarded by mu_

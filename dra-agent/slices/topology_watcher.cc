@@ -10,9 +10,8 @@ constexpr std::chrono::milliseconds kStopPoll{200};
 
 }  // namespace
 
-TopologyWatcher::TopologyWatcher(const FileSystem& fs, Clock& clock,
-                                 const CpuTopology& initial, Callback on_change,
-                                 TopologyWatcherOptions options)
+TopologyWatcher::TopologyWatcher(const FileSystem& fs, Clock& clock, const CpuTopology& initial,
+                                 Callback on_change, TopologyWatcherOptions options)
     : fs_(fs),
       clock_(clock),
       on_change_(std::move(on_change)),

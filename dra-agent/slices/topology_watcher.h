@@ -21,11 +21,11 @@
 #include <mutex>
 #include <string>
 
+#include "common/clock.h"
 #include "common/cpu_topology.h"
 #include "common/file_system.h"
 #include "common/status.h"
 #include "common/topology_discovery.h"
-#include "common/clock.h"
 
 namespace dracpu::dra {
 
@@ -63,7 +63,7 @@ class TopologyWatcher {
   Clock& clock_;
   const Callback on_change_;
   const TopologyWatcherOptions options_;
-  CpuSet online_;           // the last reported online set
+  CpuSet online_;            // the last reported online set
   std::string online_text_;  // cpu/online as read at the last poll ("" before the first)
   mutable std::mutex mu_;
   TopologyWatcherStats stats_;  // guarded by mu_

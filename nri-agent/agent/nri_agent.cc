@@ -27,8 +27,8 @@ std::string Keys(const nri::Pod& pod, const nri::Container& c) {
     if (e.rfind(kClaimEnvPrefix, 0) != 0) continue;
     const size_t eq = e.find('=');
     if (!claims.empty()) claims += ",";
-    claims += e.substr(kClaimEnvPrefix.size(), eq == std::string::npos ? e.npos
-                                                                         : eq - kClaimEnvPrefix.size());
+    claims += e.substr(kClaimEnvPrefix.size(),
+                       eq == std::string::npos ? e.npos : eq - kClaimEnvPrefix.size());
   }
   if (!claims.empty()) out += " claim_uid=" + claims;
   return out;
@@ -282,8 +282,7 @@ void NriAgent::OnSegmentChanged() {
   std::weak_ptr<bool> alive = alive_;
   std::vector<nri::CpusetUpdate> sent = *updates;
   plugin_->UpdateContainers(
-      std::move(*updates),
-      [this, alive, op, sent](Result<std::vector<nri::CpusetUpdate>> failed) {
+      std::move(*updates), [this, alive, op, sent](Result<std::vector<nri::CpusetUpdate>> failed) {
         if (alive.expired()) return;
         update_in_flight_ = false;
         if (!failed.ok()) {
@@ -291,8 +290,8 @@ void NriAgent::OnSegmentChanged() {
           if (pool_updates_ != nullptr) pool_updates_->Add({"error"}, double(sent.size()));
         } else {
           Status s = policy_.UpdatesApplied(sent, *failed);
-          LOG(INFO) << "op=" << op << " UpdateContainers applied="
-                    << sent.size() - failed->size() << " failed=" << UpdatesText(*failed);
+          LOG(INFO) << "op=" << op << " UpdateContainers applied=" << sent.size() - failed->size()
+                    << " failed=" << UpdatesText(*failed);
           if (!s.ok()) LOG(WARNING) << "op=" << op << " recording the update: " << s.ToString();
           if (pool_updates_ != nullptr) {
             pool_updates_->Add({"applied"}, double(sent.size() - failed->size()));
@@ -331,12 +330,12 @@ void NriAgent::Observe(const char* method, const Status& status, Clock::time_poi
 Result<nri::EventMask> NriAgent::Configure(const nri::RuntimeInfo& runtime) {
   const std::string op = NewOp();
   auto mask = policy_.Configure(runtime);
-  LOG(INFO) << "op=" << op << " Configure runtime=" << runtime.runtime_name << " version="
-            << runtime.runtime_version << " nri_version="
-            << (runtime.nri_version.empty() ? "<0.12" : runtime.nri_version)
-            << " unsolicited_updates="
-            << (policy_.UnsolicitedUpdatesAllowed() ? "allowed" : "off") << " (sharedPoolUpdates="
-            << SharedPoolUpdatesName(options_.policy.shared_pool_updates) << ")";
+  LOG(INFO) << "op=" << op << " Configure runtime=" << runtime.runtime_name
+            << " version=" << runtime.runtime_version
+            << " nri_version=" << (runtime.nri_version.empty() ? "<0.12" : runtime.nri_version)
+            << " unsolicited_updates=" << (policy_.UnsolicitedUpdatesAllowed() ? "allowed" : "off")
+            << " (sharedPoolUpdates=" << SharedPoolUpdatesName(options_.policy.shared_pool_updates)
+            << ")";
   return mask;
 }
 

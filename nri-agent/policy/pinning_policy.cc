@@ -313,8 +313,10 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   }
   if (pool.Empty() && running_shared > 0) {
     return ResourceExhaustedError(
-        "container " + Describe(pod, container) + ": its claims leave the shared CPU pool empty "
-        "while " + std::to_string(running_shared) +
+        "container " + Describe(pod, container) +
+        ": its claims leave the shared CPU pool empty "
+        "while " +
+        std::to_string(running_shared) +
         " shared containers run; refusing (they would keep running on exclusive CPUs)");
   }
   t.kind = shm::ContainerKind::kExclusive;
@@ -335,8 +337,9 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   }
   std::vector<const TrackedContainer*> upserts{&t};
   for (const auto& s : shrunk) upserts.push_back(&s);
-  RETURN_IF_ERROR(Persist(upserts, {}, pool).WithContext(
-      "container " + Describe(pod, container) + ": recording the claim binding"));
+  RETURN_IF_ERROR(
+      Persist(upserts, {}, pool)
+          .WithContext("container " + Describe(pod, container) + ": recording the claim binding"));
   for (auto& s : shrunk) containers_[s.id] = std::move(s);
   CpuSet declared;
   for (const ClaimEnv& e : *envs) declared |= e.cpus;
@@ -499,8 +502,9 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
     const bool mems_differ = !mems.empty() && c.cpuset.mems != mems;
     if (reported && *reported == t.cpus && !mems_differ) continue;
     updates.push_back(nri::CpusetUpdate{
-        id, nri::Cpuset{t.kind == shm::ContainerKind::kShared ? pool_list : t.cpus.ToListString(),
-                        mems},
+        id,
+        nri::Cpuset{t.kind == shm::ContainerKind::kShared ? pool_list : t.cpus.ToListString(),
+                    mems},
         false});
   }
   if (emptied > 0) {
@@ -516,7 +520,8 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
   upserts.reserve(containers_.size());
   for (const auto& [id, t] : containers_) upserts.push_back(&t);
   Status s = Persist(upserts, removals, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool));
-  if (!s.ok()) warnings_.push_back("Synchronize not fully recorded in shared memory: " + s.ToString());
+  if (!s.ok())
+    warnings_.push_back("Synchronize not fully recorded in shared memory: " + s.ToString());
   return updates;
 }
 

@@ -10,12 +10,12 @@ namespace {
 
 using shm::testing::Uid;
 using testing::ClaimVar;
-using testing::MakeContainer;
-using testing::MakePod;
-using testing::SegmentPair;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using testing::MakeContainer;
+using testing::MakePod;
+using testing::SegmentPair;
 
 CpuSet Cpus(const std::string& list) { return *CpuSet::ParseList(list); }
 
@@ -75,10 +75,14 @@ TEST_F(PolicyTest, CreateRefusesBadOrForgedClaims) {
       {"subset of the claim", {ClaimVar(1, "2")}, StatusCode::kPermissionDenied, "does not match"},
       {"reserved, not prepared", {ClaimVar(2, "4")}, StatusCode::kFailedPrecondition, "reserved"},
       {"releasing", {ClaimVar(3, "5")}, StatusCode::kFailedPrecondition, "releasing"},
-      {"one good one forged", {ClaimVar(1, "2-3"), ClaimVar(9, "7")}, StatusCode::kNotFound,
+      {"one good one forged",
+       {ClaimVar(1, "2-3"), ClaimVar(9, "7")},
+       StatusCode::kNotFound,
        Uid(9)},
-      {"same claim twice, different cpus", {ClaimVar(1, "2-3"), ClaimVar(1, "2")},
-       StatusCode::kInvalidArgument, "twice"},
+      {"same claim twice, different cpus",
+       {ClaimVar(1, "2-3"), ClaimVar(1, "2")},
+       StatusCode::kInvalidArgument,
+       "twice"},
   };
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.name);
@@ -103,9 +107,8 @@ TEST_F(PolicyTest, ExclusiveContainerGetsClaimCpusAndShrinksRunningSharedOnly) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->adjust.cpus, "2-3,6");
   EXPECT_EQ(r->adjust.mems, "");
-  EXPECT_THAT(r->updates,
-              ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-5,7", ""}, false},
-                          nri::CpusetUpdate{"s2", {"0-1,4-5,7", ""}, false}));
+  EXPECT_THAT(r->updates, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-5,7", ""}, false},
+                                      nri::CpusetUpdate{"s2", {"0-1,4-5,7", ""}, false}));
   auto e = Recorded("x1");
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->Kind(), shm::ContainerKind::kExclusive);
@@ -139,7 +142,8 @@ TEST_F(PolicyTest, OneClaimOneContainer) {
   EXPECT_EQ(other_container.status().code(), StatusCode::kAlreadyExists);
 
   // The same container restarting (same pod uid and name, new id): allowed, nothing to shrink.
-  ASSERT_TRUE(policy_.StopContainer(MakePod("p1"), MakeContainer("x1", MakePod("p1"), "main")).ok());
+  ASSERT_TRUE(
+      policy_.StopContainer(MakePod("p1"), MakeContainer("x1", MakePod("p1"), "main")).ok());
   auto restart = Create("x1b", "p1", "main", {ClaimVar(1, "2-3")});
   ASSERT_TRUE(restart.ok()) << restart.status().ToString();
   EXPECT_EQ(restart->adjust.cpus, "2-3");
@@ -147,8 +151,10 @@ TEST_F(PolicyTest, OneClaimOneContainer) {
 
   // Once both are removed, a new pod may use the claim (the kubelet would not, but the rule is
   // about live bindings).
-  ASSERT_TRUE(policy_.RemoveContainer(MakePod("p1"), MakeContainer("x1", MakePod("p1"), "main")).ok());
-  ASSERT_TRUE(policy_.RemoveContainer(MakePod("p1"), MakeContainer("x1b", MakePod("p1"), "main")).ok());
+  ASSERT_TRUE(
+      policy_.RemoveContainer(MakePod("p1"), MakeContainer("x1", MakePod("p1"), "main")).ok());
+  ASSERT_TRUE(
+      policy_.RemoveContainer(MakePod("p1"), MakeContainer("x1b", MakePod("p1"), "main")).ok());
   EXPECT_TRUE(Create("x4", "p3", "main", {ClaimVar(1, "2-3")}).ok());
 }
 
@@ -217,8 +223,8 @@ TEST_F(PolicyTest, UpdateContainerReassertsOurCpuset) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(*r, tc.want);
   }
-  auto shared = policy_.UpdateContainer(MakePod("p2"), MakeContainer("s1", MakePod("p2"), "a"),
-                                        {"2", ""});
+  auto shared =
+      policy_.UpdateContainer(MakePod("p2"), MakeContainer("s1", MakePod("p2"), "a"), {"2", ""});
   ASSERT_TRUE(shared.ok());
   EXPECT_THAT(*shared, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-7", ""}, false}));
   // Unknown containers are not ours to re-assert.
@@ -293,9 +299,9 @@ TEST_F(PolicyTest, SynchronizeRebuildsMergesAndRepins) {
   auto p1 = MakePod("p1"), p2 = MakePod("p2"), p3 = MakePod("p3");
   std::vector<nri::Container> cs = {
       MakeContainer("x1", p1, "a", {ClaimVar(1, "2-3")}, "2-3"),
-      MakeContainer("s1", p2, "a", {}, "0-7"),                         // to shrink
-      MakeContainer("s2", p2, "b", {}, "0-1,6-7"),                     // already right
-      MakeContainer("f1", p3, "a", {ClaimVar(7, "6-7")}, "6-7"),       // forged: no such claim
+      MakeContainer("s1", p2, "a", {}, "0-7"),                             // to shrink
+      MakeContainer("s2", p2, "b", {}, "0-1,6-7"),                         // already right
+      MakeContainer("f1", p3, "a", {ClaimVar(7, "6-7")}, "6-7"),           // forged: no such claim
       MakeContainer("m1", p3, "b", {"DRA_CPUSET_" + Uid(1) + "=x"}, "1"),  // malformed
   };
   auto r = restarted.Synchronize({p1, p2, p3}, cs);
@@ -326,9 +332,9 @@ TEST_F(PolicyTest, SynchronizePrefersTheRecordedOwner) {
   PinningPolicy restarted(seg_.nri(), PolicyOptions{});
   auto p1 = MakePod("p1"), p2 = MakePod("p2");
   // The impostor comes first in the runtime's list.
-  auto r = restarted.Synchronize(
-      {p1, p2}, {MakeContainer("imp", p2, "a", {ClaimVar(1, "2-3")}, "2-3"),
-                 MakeContainer("x1", p1, "a", {ClaimVar(1, "2-3")}, "2-3")});
+  auto r =
+      restarted.Synchronize({p1, p2}, {MakeContainer("imp", p2, "a", {ClaimVar(1, "2-3")}, "2-3"),
+                                       MakeContainer("x1", p1, "a", {ClaimVar(1, "2-3")}, "2-3")});
   ASSERT_TRUE(r.ok());
   EXPECT_THAT(*r, ElementsAre(nri::CpusetUpdate{"imp", {"0-1,4-7", ""}, false}));
   EXPECT_EQ(restarted.containers().at("x1").kind, shm::ContainerKind::kExclusive);
@@ -371,8 +377,8 @@ TEST(PolicyGateTest, SharedPoolUpdatesTable) {
   const std::vector<Case> cases = {
       {SharedPoolUpdates::kAlways, "containerd", "", true, true},
       {SharedPoolUpdates::kNever, "containerd", "v0.13.0", true, false},
-      {SharedPoolUpdates::kAuto, "containerd", "", true, false},          // NRI < 0.12
-      {SharedPoolUpdates::kAuto, "containerd", "v0.12.0", true, false},   // before nri#301
+      {SharedPoolUpdates::kAuto, "containerd", "", true, false},         // NRI < 0.12
+      {SharedPoolUpdates::kAuto, "containerd", "v0.12.0", true, false},  // before nri#301
       {SharedPoolUpdates::kAuto, "containerd", "v0.12.1", true, true},
       {SharedPoolUpdates::kAuto, "containerd", "v0.13.0", true, true},
       {SharedPoolUpdates::kAuto, "cri-o", "0.12.1", true, true},

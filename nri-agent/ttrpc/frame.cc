@@ -1,8 +1,7 @@
 #include "nri-agent/ttrpc/frame.h"
 
-#include <boost/endian/conversion.hpp>
-
 #include <algorithm>
+#include <boost/endian/conversion.hpp>
 
 namespace dracpu::ttrpc {
 

@@ -33,9 +33,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string ClaimJson(const std::string& uid, const std::string& device, int count) {
-  return R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"namespace":"bench","name":"c-)" + uid +
-         R"(","uid":")" + uid + R"("},"status":{"allocation":{"devices":{"results":[{"request":"r","driver":"dra.cpu","pool":"node-a","device":")" +
-         device + R"(","consumedCapacity":{"dra.cpu/cpu":")" + std::to_string(count) + R"("}}]}}}})";
+  return R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"namespace":"bench","name":"c-)" +
+         uid + R"(","uid":")" + uid +
+         R"("},"status":{"allocation":{"devices":{"results":[{"request":"r","driver":"dra.cpu","pool":"node-a","device":")" +
+         device + R"(","consumedCapacity":{"dra.cpu/cpu":")" + std::to_string(count) +
+         R"("}}]}}}})";
 }
 
 double Percentile(std::vector<double> v, double p) {
@@ -72,8 +74,10 @@ struct Fixture {
     fs = NewPosixFileSystem("/").value();
     kube::ClusterConfig cc;
     cc.server = api->url();
-    client = kube::KubeClient::Create(cc, kube::NewCurlHttpClient({}).value(), *fs, clock, random).value();
-    index = std::make_unique<allocator::TopologyIndex>(allocator::TopologyIndex::Build(topology).value());
+    client = kube::KubeClient::Create(cc, kube::NewCurlHttpClient({}).value(), *fs, clock, random)
+                 .value();
+    index = std::make_unique<allocator::TopologyIndex>(
+        allocator::TopologyIndex::Build(topology).value());
     catalog = dra::BuildDeviceCatalog(topology, {}).value();
     shm::OpenOptions so;
     so.role = shm::Role::kDraAgent;
@@ -95,9 +99,10 @@ struct Fixture {
     dra::KubeletPluginServerOptions ko;
     ko.paths = dra::MakePluginPaths(dir + "/k").value();
     server = dra::KubeletPluginServer::Start(ko, *preparer, nullptr).value();
-    stub = dra::drav1::DRAPlugin::NewStub(grpc::CreateChannel("unix:" + ko.paths.dra_socket, grpc::InsecureChannelCredentials()));
-    registration = pluginregistration::Registration::NewStub(
-        grpc::CreateChannel("unix:" + ko.paths.registration_socket, grpc::InsecureChannelCredentials()));
+    stub = dra::drav1::DRAPlugin::NewStub(
+        grpc::CreateChannel("unix:" + ko.paths.dra_socket, grpc::InsecureChannelCredentials()));
+    registration = pluginregistration::Registration::NewStub(grpc::CreateChannel(
+        "unix:" + ko.paths.registration_socket, grpc::InsecureChannelCredentials()));
     // Half the machine busy: 4 claims of 64 CPUs on every NUMA node... 256 CPUs per two nodes.
     for (int i = 0; i < 32; ++i) {
       const std::string uid = "busy" + std::to_string(i);
@@ -138,7 +143,8 @@ void BM_GrpcUnaryRoundTrip(benchmark::State& state) {
   for (auto _ : state) {
     grpc::ClientContext ctx;
     pluginregistration::PluginInfo info;
-    benchmark::DoNotOptimize(F().registration->GetInfo(&ctx, pluginregistration::InfoRequest(), &info));
+    benchmark::DoNotOptimize(
+        F().registration->GetInfo(&ctx, pluginregistration::InfoRequest(), &info));
   }
 }
 BENCHMARK(BM_GrpcUnaryRoundTrip)->UseRealTime();
@@ -166,7 +172,9 @@ void BM_PrepareGroupedClaim(benchmark::State& state) {
     micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
     state.PauseTiming();
     if (!s.ok() || !resp.claims().at(uid).error().empty()) {
-      state.SkipWithError(("prepare failed: " + (s.ok() ? resp.claims().at(uid).error() : s.error_message())).c_str());
+      state.SkipWithError(
+          ("prepare failed: " + (s.ok() ? resp.claims().at(uid).error() : s.error_message()))
+              .c_str());
       break;
     }
     f.preparer->Unprepare({{"bench", "c-" + uid, uid}});
@@ -176,9 +184,10 @@ void BM_PrepareGroupedClaim(benchmark::State& state) {
   state.counters["median_us"] = median;
   state.counters["p99_us"] = p99;
   state.counters["x_grpc_rtt"] = baseline > 0 ? median / baseline : 0;
-  std::printf("\nPrepare of one 8-CPU grouped claim, 1024 CPUs half busy: median %.0f us (target < 2000), "
-              "p99 %.0f us (target < 5000); %.1fx a bare gRPC unary round trip (%.0f us)\n",
-              median, p99, baseline > 0 ? median / baseline : 0, baseline);
+  std::printf(
+      "\nPrepare of one 8-CPU grouped claim, 1024 CPUs half busy: median %.0f us (target < 2000), "
+      "p99 %.0f us (target < 5000); %.1fx a bare gRPC unary round trip (%.0f us)\n",
+      median, p99, baseline > 0 ? median / baseline : 0, baseline);
 }
 BENCHMARK(BM_PrepareGroupedClaim)->UseRealTime()->Iterations(500);
 

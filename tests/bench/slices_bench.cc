@@ -162,13 +162,15 @@ void MeasureIdle(std::chrono::milliseconds idle) {
   const auto t0 = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(idle);
   const double cpu = ProcessCpuMs() - cpu0;
-  const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double wall =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t syncs = publisher->stats().syncs - syncs_before;
   stop = true;
   run.join();
-  std::printf("idle publisher loop (watch open, simulator in-process): %.2f ms CPU over %.0f ms "
-              "wall = %.3f%% of one core; %llu syncs while idle\n",
-              cpu, wall, 100.0 * cpu / wall, static_cast<unsigned long long>(syncs));
+  std::printf(
+      "idle publisher loop (watch open, simulator in-process): %.2f ms CPU over %.0f ms "
+      "wall = %.3f%% of one core; %llu syncs while idle\n",
+      cpu, wall, 100.0 * cpu / wall, static_cast<unsigned long long>(syncs));
 }
 
 }  // namespace
@@ -207,10 +209,11 @@ int main(int argc, char** argv) {
   const double resync = reporter.ms_["BM_ResyncUnchanged1024Individual"];
   const double baseline = reporter.ms_["BM_Baseline8SimGets"];
   if (publish > 0 && baseline > 0) {
-    std::printf("1024 CPUs, individual mode, 8 slices: build + publish %.2f ms, unchanged re-sync "
-                "%.2f ms, baseline 8 simulator GETs %.2f ms; ratio publish/baseline %.1f; "
-                "target < 200 ms: %s\n",
-                publish, resync, baseline, publish / baseline, publish < 200.0 ? "met" : "MISSED");
+    std::printf(
+        "1024 CPUs, individual mode, 8 slices: build + publish %.2f ms, unchanged re-sync "
+        "%.2f ms, baseline 8 simulator GETs %.2f ms; ratio publish/baseline %.1f; "
+        "target < 200 ms: %s\n",
+        publish, resync, baseline, publish / baseline, publish < 200.0 ? "met" : "MISSED");
   }
   MeasureIdle(std::chrono::milliseconds(3000));
   env.server->Stop();

@@ -77,8 +77,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   namespace testing = dracpu::testing;
   using dracpu::FileSystem;
-  using dracpu::Result;
   using dracpu::kMachine;
+  using dracpu::Result;
   const std::optional<std::string> shared = testing::SharedDir();
   if (!shared) {
     std::printf("topology_bench: ../shared (DRACPU_SHARED_DIR) is absent: skipped\n");
@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
   dracpu::Tree tree{std::move(dir).value(), std::move(fs).value(), {}};
   std::error_code ec;
   const std::filesystem::path root = tree.dir->path();
-  for (std::filesystem::recursive_directory_iterator it(root / "sys", ec), end;
-       !ec && it != end; it.increment(ec)) {
+  for (std::filesystem::recursive_directory_iterator it(root / "sys", ec), end; !ec && it != end;
+       it.increment(ec)) {
     if (it->is_regular_file(ec) && !it->is_symlink(ec)) {
       tree.files.push_back(std::filesystem::relative(it->path(), root, ec).string());
     }
@@ -112,10 +112,11 @@ int main(int argc, char** argv) {
   const double discover = reporter.ms_["BM_DiscoverTopology"];
   const double baseline = reporter.ms_["BM_ReadEveryFileOnce"];
   if (discover > 0 && baseline > 0) {
-    std::printf("%s (%zu files): discovery %.2f ms, reading every file once %.2f ms, ratio %.2f; "
-                "target < 20 ms: %s\n",
-                kMachine, tree.files.size(), discover, baseline, discover / baseline,
-                discover < 20.0 ? "met" : "MISSED");
+    std::printf(
+        "%s (%zu files): discovery %.2f ms, reading every file once %.2f ms, ratio %.2f; "
+        "target < 20 ms: %s\n",
+        kMachine, tree.files.size(), discover, baseline, discover / baseline,
+        discover < 20.0 ? "met" : "MISSED");
   }
   return 0;
 }

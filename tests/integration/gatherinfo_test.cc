@@ -79,9 +79,9 @@ TEST(GatherInfo, JsonContractOnHaswellWithOfflineCpus) {
   EXPECT_STREQ(doc["layoutVersion"].GetString(), "v1");
   EXPECT_THAT(doc["toolVersion"].GetString(), HasSubstr("dracpu"));
   const auto& t = doc["topology"];
-  for (const char* key : {"online", "offline", "present", "isolated", "smtEnabled",
-                          "threadsPerCore", "packages", "dies", "clusters", "numaNodes",
-                          "l3Caches", "l2Caches", "cores", "cpus", "pcieRoots"}) {
+  for (const char* key :
+       {"online", "offline", "present", "isolated", "smtEnabled", "threadsPerCore", "packages",
+        "dies", "clusters", "numaNodes", "l3Caches", "l2Caches", "cores", "cpus", "pcieRoots"}) {
     EXPECT_TRUE(t.HasMember(key)) << key;
   }
   EXPECT_STREQ(t["online"].GetString(), "4-20");

@@ -4,6 +4,8 @@
 // dracpu-nri-agent binary as a child and SIGKILLs it.
 //
 // Every wait is bounded (kBound) and is a bound, not an assertion on time.
+#include "nri-agent/agent/nri_agent.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -19,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "nri-agent/agent/nri_agent.h"
 #include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/policy/policy_test_util.h"
@@ -93,8 +94,7 @@ class NriAgentTest : public ::testing::Test {
   }
   bool WaitReady() {
     return RunUntil([&] {
-      return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kReady &&
-             agent_->ready();
+      return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kReady && agent_->ready();
     });
   }
 
@@ -272,8 +272,8 @@ TEST_F(NriAgentTest, SegmentAttachedLate) {
   nri::Pod p0 = MakePod("p0");
   sim_->AddRunning(p0, MakeContainer("x0", p0, "main", {ClaimVar(1, "6-7")}, "6-7"));
   StartAgent(Options(dir.File("state.shm")));
-  ASSERT_TRUE(RunUntil(
-      [&] { return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kReady; }));
+  ASSERT_TRUE(
+      RunUntil([&] { return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kReady; }));
   EXPECT_FALSE(agent_->ready());
   // Conservative: shared containers avoid the CPUs running containers' env names.
   ASSERT_TRUE(Create("s1", "p1", "a").ok());
@@ -388,8 +388,8 @@ TEST_F(NriAgentTest, AgentKilledAndRestartedWith200Containers) {
   ASSERT_EQ(table_before->containers.size(), 200u);
 
   agent->Kill();
-  ASSERT_TRUE(RunUntil(
-      [&] { return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kNone; }));
+  ASSERT_TRUE(
+      RunUntil([&] { return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kNone; }));
   agent = std::make_unique<AgentProcess>(socket_, seg.path(), config);
   ASSERT_TRUE(sim_ready()) << sim_->last_drop().ToString();
 

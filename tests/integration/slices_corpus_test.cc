@@ -78,15 +78,16 @@ TEST_P(SlicesCorpusTest, EveryModeMatchesTheTopology) {
       for (const CatalogDevice& d : catalog->devices) lists = lists || d.uses_list_attributes;
       int total = 0;
       for (size_t i = 0; i < chunks.size(); ++i) {
-        EXPECT_LE(chunks[i].size(), static_cast<size_t>(lists ? kMaxDevicesPerSliceWithLists
-                                                               : kMaxDevicesPerSlice));
+        EXPECT_LE(chunks[i].size(),
+                  static_cast<size_t>(lists ? kMaxDevicesPerSliceWithLists : kMaxDevicesPerSlice));
         total += static_cast<int>(chunks[i].size());
         rapidjson::Document doc;
-        doc.Parse(RenderResourceSlice(chunks[i], static_cast<int>(chunks.size()), static_cast<int>(i),
-                                      {"node-1", "uid-1", 1, true}, "", "")
+        doc.Parse(RenderResourceSlice(chunks[i], static_cast<int>(chunks.size()),
+                                      static_cast<int>(i), {"node-1", "uid-1", 1, true}, "", "")
                       .c_str());
         ASSERT_FALSE(doc.HasParseError());
-        EXPECT_EQ(doc["spec"]["pool"]["resourceSliceCount"].GetInt64(), static_cast<int64_t>(chunks.size()));
+        EXPECT_EQ(doc["spec"]["pool"]["resourceSliceCount"].GetInt64(),
+                  static_cast<int64_t>(chunks.size()));
       }
       EXPECT_EQ(total, static_cast<int>(catalog->devices.size()));
     }

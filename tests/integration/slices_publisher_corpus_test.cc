@@ -12,8 +12,8 @@
 #include "common/topology_discovery.h"
 #include "dra-agent/slices/slice_document.h"
 #include "dra-agent/slices/slice_publisher.h"
-#include "tests/integration/slices_publisher_support.h"
 #include "tests/integration/device_modes.h"
+#include "tests/integration/slices_publisher_support.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/sysfs_fixture.h"
 
@@ -69,8 +69,8 @@ TEST_P(SlicesPublisherCorpusTest, EveryModePublishesValidMatchingSlices) {
         EXPECT_EQ(s.generation, slices[0].generation);
         EXPECT_EQ(s.owner_uid, pubtest::kNodeUid);
         EXPECT_EQ(s.device_names.size(), chunks[i].size());
-        EXPECT_LE(s.device_names.size(), static_cast<size_t>(lists ? kMaxDevicesPerSliceWithLists
-                                                                   : kMaxDevicesPerSlice));
+        EXPECT_LE(s.device_names.size(),
+                  static_cast<size_t>(lists ? kMaxDevicesPerSliceWithLists : kMaxDevicesPerSlice));
         names.insert(names.end(), s.device_names.begin(), s.device_names.end());
         capacity.insert(s.cpu_capacity.begin(), s.cpu_capacity.end());
       }

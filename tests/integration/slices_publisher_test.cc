@@ -1,8 +1,6 @@
 // SlicePublisher against the in-process apiserver simulator: first publication (names, owner,
 // generation, count), adoption without churn, the empty pool, and keeping the slices true
 // through deletions, modifications, extra slices, 409s, 410s and an API outage.
-#include "dra-agent/slices/slice_publisher.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/stringbuffer.h>
@@ -11,12 +9,13 @@
 #include <iostream>
 #include <thread>
 
-#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/resources.h"
 #include "dra-agent/slices/slice_document.h"
+#include "dra-agent/slices/slice_publisher.h"
 #include "tests/integration/slices_publisher_support.h"
 #include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/sim/apiserver/slice_fixtures.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/synthetic_topology.h"
 
 namespace dracpu::dra {
@@ -24,10 +23,10 @@ namespace {
 
 using ::dracpu::testing::FakeClock;
 
-using sim::testing::WaitFor;
 using pubtest::kNode;
 using pubtest::kNodeUid;
 using pubtest::StoredSlice;
+using sim::testing::WaitFor;
 
 constexpr char kSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
 
@@ -112,7 +111,8 @@ class SlicePublisherTest : public ::testing::Test {
     return slices;
   }
   // Rewrites a stored slice as an operator would (through the API, so watches see MODIFIED).
-  void OperatorEdit(const std::string& name, const std::function<void(rapidjson::Document&)>& edit) {
+  void OperatorEdit(const std::string& name,
+                    const std::function<void(rapidjson::Document&)>& edit) {
     for (const std::string& text : env_.state().ResourceSlices()) {
       rapidjson::Document d;
       d.Parse(text.c_str());
@@ -268,9 +268,9 @@ TEST_F(SlicePublisherTest, DeletedSliceComesBackPromptly) {
     const auto s = env_.Slices();
     return Converged(s, 3) && s[1].name != before[1].name;
   }));
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   std::cout << "deleted slice back after " << ms << " ms (requirement: within 2000 ms)\n";
   RecordProperty("deleted_slice_back_ms", static_cast<int>(ms));
   const auto after = env_.Slices();
@@ -315,9 +315,8 @@ TEST_F(SlicePublisherTest, ModifiedSliceIsRepaired) {
   // The stats move when the response arrives, a moment after the stored object.
   EXPECT_TRUE(WaitFor([&] { return p->stats().updates >= 1u; }));
   // Owner references are part of what is kept true.
-  OperatorEdit(before[2].name, [](rapidjson::Document& d) {
-    d["metadata"].RemoveMember("ownerReferences");
-  });
+  OperatorEdit(before[2].name,
+               [](rapidjson::Document& d) { d["metadata"].RemoveMember("ownerReferences"); });
   ASSERT_TRUE(WaitFor([&] { return env_.Slices()[2].owner_uid == kNodeUid; }));
 }
 
@@ -346,9 +345,8 @@ TEST_F(SlicePublisherTest, ExtraSlicesAreDeleted) {
 TEST_F(SlicePublisherTest, HigherGenerationFromElsewhereMakesTheRestObsolete) {
   auto p = MakePublisher(clock_);
   const auto before = PublishOnce(*p);
-  OperatorEdit(before[1].name, [](rapidjson::Document& d) {
-    d["spec"]["pool"]["generation"].SetInt64(7);
-  });
+  OperatorEdit(before[1].name,
+               [](rapidjson::Document& d) { d["spec"]["pool"]["generation"].SetInt64(7); });
   ASSERT_THAT(p->SyncOnce(), IsOk());
   const auto after = env_.Slices();
   ASSERT_TRUE(Converged(after, 3));

@@ -1,10 +1,9 @@
-#include "dra-agent/slices/topology_watcher.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "dra-agent/slices/topology_watcher.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/sysfs_fixture.h"
@@ -108,7 +107,8 @@ TEST_F(TopologyWatcherTest, RunPollsEveryIntervalUntilStopped) {
   TopologyWatcherOptions o;
   o.interval = std::chrono::milliseconds(10000);
   testing::FakeClock clock(std::chrono::milliseconds(1));
-  TopologyWatcher w(*fs_, clock, initial_, [&](const CpuTopology&) { ++changes; }, o);
+  TopologyWatcher w(
+      *fs_, clock, initial_, [&](const CpuTopology&) { ++changes; }, o);
   std::thread t([&] { w.Run(stop); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (w.stats().polls < 3 && std::chrono::steady_clock::now() < deadline) {

@@ -33,19 +33,32 @@ using ::testing::UnorderedElementsAreArray;
 
 // The corpus as the README lists it; CorpusListIsComplete fails when the directory changes.
 const char* const kMachines[] = {
-    "amd-bulldozer-4s-8numa",           "amd-epyc7451-2s-8numa-16ccx",
-    "amd-magnycours-4s-8numa-sparse",   "amd-opteron-8s-8numa",
-    "arm-armv7-dualcore-minimal",       "arm-kunpeng920-2s-4numa-clusters",
-    "arm-phone-a510-a710-a715-x3",      "ibm-power7-64cpu-2numa",
-    "ibm-power7-8numa-smt4",            "ibm-power9-gpu-numa-nodes",
-    "ibm-x3950m2-4numa-16s",            "intel-cascadelake-2s-snc2-ht",
-    "intel-clovertown-2s-shared-l2",    "intel-harpertown-2s-buggy-numa",
-    "intel-haswell-2s-offline-cpu0-node0", "intel-knl-snc4-hybrid-mini",
-    "intel-nehalem-ex-4s-odd-numa",     "intel-netburst-4s-ht-offline",
-    "intel-netburst-4s-ht-uma",         "intel-raptorlake-i7-1370p-hybrid",
-    "intel-sandybridge-2s-pci",         "intel-skylake-sp-2s-ht-pci",
-    "intel-westmere-ex-4s-pci",         "loongson-3a5000-4c",
-    "nvidia-gb10-arm-hybrid",           "qemu-4s-dies-16numa",
+    "amd-bulldozer-4s-8numa",
+    "amd-epyc7451-2s-8numa-16ccx",
+    "amd-magnycours-4s-8numa-sparse",
+    "amd-opteron-8s-8numa",
+    "arm-armv7-dualcore-minimal",
+    "arm-kunpeng920-2s-4numa-clusters",
+    "arm-phone-a510-a710-a715-x3",
+    "ibm-power7-64cpu-2numa",
+    "ibm-power7-8numa-smt4",
+    "ibm-power9-gpu-numa-nodes",
+    "ibm-x3950m2-4numa-16s",
+    "intel-cascadelake-2s-snc2-ht",
+    "intel-clovertown-2s-shared-l2",
+    "intel-harpertown-2s-buggy-numa",
+    "intel-haswell-2s-offline-cpu0-node0",
+    "intel-knl-snc4-hybrid-mini",
+    "intel-nehalem-ex-4s-odd-numa",
+    "intel-netburst-4s-ht-offline",
+    "intel-netburst-4s-ht-uma",
+    "intel-raptorlake-i7-1370p-hybrid",
+    "intel-sandybridge-2s-pci",
+    "intel-skylake-sp-2s-ht-pci",
+    "intel-westmere-ex-4s-pci",
+    "loongson-3a5000-4c",
+    "nvidia-gb10-arm-hybrid",
+    "qemu-4s-dies-16numa",
     "riscv-sg2042-64c-4numa",
 };
 
@@ -128,8 +141,9 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
   // Packages: ids and CPU sets; a physical_package_id of -1 means one package (id chosen by us).
   std::vector<std::string> want_packages;
   for (const auto& p : sysfs["packages"].GetArray()) {
-    want_packages.push_back((p["id"].GetInt() < 0 ? std::string("?") :
-                             std::to_string(p["id"].GetInt())) + ":" + Canon(p["cpus"]));
+    want_packages.push_back(
+        (p["id"].GetInt() < 0 ? std::string("?") : std::to_string(p["id"].GetInt())) + ":" +
+        Canon(p["cpus"]));
   }
   std::vector<std::string> got_packages;
   const bool minus_one = sysfs["packages"].Size() == 1 && sysfs["packages"][0]["id"].GetInt() < 0;
@@ -202,8 +216,10 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
   std::map<int, CpuSet> got_nodes;
   for (const NumaNode& n : topo.numa_nodes) got_nodes[n.id] = n.cpus;
   std::vector<std::string> want_n, got_n;
-  for (const auto& [id, cpus] : want_nodes) want_n.push_back(std::to_string(id) + ":" + cpus.ToListString());
-  for (const auto& [id, cpus] : got_nodes) got_n.push_back(std::to_string(id) + ":" + cpus.ToListString());
+  for (const auto& [id, cpus] : want_nodes)
+    want_n.push_back(std::to_string(id) + ":" + cpus.ToListString());
+  for (const auto& [id, cpus] : got_nodes)
+    got_n.push_back(std::to_string(id) + ":" + cpus.ToListString());
   EXPECT_THAT(got_n, ElementsAreArray(want_n));
   // Rule 2: every online CPU in no node has numa_node -1 and a warning says so.
   CpuSet in_nodes;
@@ -231,8 +247,8 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
   Result<rapidjson::Document> hwloc_doc = LoadJson(dir + "/expected.json");
   ASSERT_THAT(hwloc_doc, IsOk());
   const rapidjson::Document& hwloc = *hwloc_doc;
-  const auto differs = kHwlocDiffers.count(machine) ? kHwlocDiffers.at(machine)
-                                                     : std::set<std::string>{};
+  const auto differs =
+      kHwlocDiffers.count(machine) ? kHwlocDiffers.at(machine) : std::set<std::string>{};
   EXPECT_EQ(topo.online.ToListString(), Canon(hwloc["online_cpus"]));
   if (!differs.count("packages")) {
     std::vector<std::string> want;
@@ -240,7 +256,8 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
       want.push_back(std::to_string(p["os_index"].GetInt()) + ":" + Canon(p["cpus"]));
     }
     std::vector<std::string> got;
-    for (const CpuGroup& p : topo.packages) got.push_back(std::to_string(p.id) + ":" + p.cpus.ToListString());
+    for (const CpuGroup& p : topo.packages)
+      got.push_back(std::to_string(p.id) + ":" + p.cpus.ToListString());
     if (minus_one) {
       EXPECT_THAT(Lists(topo.packages), UnorderedElementsAreArray(Lists(hwloc["packages"])));
     } else {
@@ -256,11 +273,9 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
     for (const auto& v : hwloc["threads_per_core"].GetArray()) want.push_back(v.GetInt());
     EXPECT_EQ(topo.threads_per_core, want) << "hwloc threads per core";
   }
-  EXPECT_THAT(Lists(topo.l3_caches), UnorderedElementsAreArray(Lists(hwloc["l3"])))
-      << "hwloc l3";
+  EXPECT_THAT(Lists(topo.l3_caches), UnorderedElementsAreArray(Lists(hwloc["l3"]))) << "hwloc l3";
   if (!differs.count("l2")) {
-    EXPECT_THAT(Lists(topo.l2_caches), UnorderedElementsAreArray(Lists(hwloc["l2"])))
-        << "hwloc l2";
+    EXPECT_THAT(Lists(topo.l2_caches), UnorderedElementsAreArray(Lists(hwloc["l2"]))) << "hwloc l2";
   }
   if (!differs.count("numa_nodes")) {
     std::vector<std::string> want;

@@ -24,7 +24,7 @@ inline std::optional<std::string> SharedDir() {
 
 // In a TEST body: binds `var` to the shared directory, or skips the test with a message.
 #define DRACPU_REQUIRE_SHARED_DIR(var)                                                      \
-  const std::optional<std::string> var##_opt = ::dracpu::testing::SharedDir();             \
+  const std::optional<std::string> var##_opt = ::dracpu::testing::SharedDir();              \
   if (!var##_opt) {                                                                         \
     GTEST_SKIP() << "../shared (DRACPU_SHARED_DIR) is absent: reference-data test skipped"; \
   }                                                                                         \

@@ -46,8 +46,7 @@ MATCHER_P2(StatusIs, code, message_matcher,
                ::testing::DescribeMatcher<std::string>(message_matcher)) {
   const Status s = testing_internal::GetStatus(arg);
   *result_listener << "status is " << s.ToString();
-  return s.code() == code &&
-         ::testing::Matcher<std::string>(message_matcher).Matches(s.message());
+  return s.code() == code && ::testing::Matcher<std::string>(message_matcher).Matches(s.message());
 }
 
 MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {

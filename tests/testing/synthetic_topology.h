@@ -47,7 +47,8 @@ inline CpuTopology SyntheticTopology(const SyntheticShape& s) {
     }
     t.cores.push_back(c);
   }
-  std::sort(t.cpus.begin(), t.cpus.end(), [](const CpuInfo& a, const CpuInfo& b) { return a.id < b.id; });
+  std::sort(t.cpus.begin(), t.cpus.end(),
+            [](const CpuInfo& a, const CpuInfo& b) { return a.id < b.id; });
   t.present = t.possible = t.online;
   t.smt_enabled = s.threads_per_core > 1;
   t.threads_per_core = {s.threads_per_core};

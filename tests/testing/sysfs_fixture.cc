@@ -143,8 +143,8 @@ SysfsFixture& SysfsFixture::Cache(int cpu, int index, const CacheSpec& spec) {
   return *this;
 }
 
-SysfsFixture& SysfsFixture::Node(int node, const std::string& cpulist,
-                                 const std::string& distance, bool as_mask) {
+SysfsFixture& SysfsFixture::Node(int node, const std::string& cpulist, const std::string& distance,
+                                 bool as_mask) {
   const std::string dir = "sys/devices/system/node/node" + std::to_string(node) + "/";
   if (as_mask) {
     File(dir + "cpumap", MaskOf(cpulist) + "\n");

@@ -14,7 +14,6 @@
 
 namespace dracpu::testing {
 
-
 // Runs `tar -xzf <tarball> -C <dir>` (posix_spawn, no shell) and waits for it.
 Status ExtractTarball(const std::string& tarball, const std::string& dir);
 

@@ -8,12 +8,12 @@
 
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/curl_http_client.h"
-#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/informer.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/sim/apiserver/slice_fixtures.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu {

@@ -11,7 +11,6 @@
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/curl_http_client.h"
-#include "tests/testing/fake_clock.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/base64.h"
@@ -19,6 +18,7 @@
 #include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/sim/apiserver/slice_fixtures.h"
 #include "tests/sim/apiserver/test_certs.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu {

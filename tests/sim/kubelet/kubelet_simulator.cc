@@ -80,7 +80,8 @@ Status CheckAnswered(const std::vector<SimClaim>& claims, const Map& answered) {
 }
 
 template <typename Stub, typename Req, typename Resp>
-Result<std::map<std::string, SimPrepareResult>> DoPrepare(Stub& stub, const std::vector<SimClaim>& claims) {
+Result<std::map<std::string, SimPrepareResult>> DoPrepare(Stub& stub,
+                                                          const std::vector<SimClaim>& claims) {
   Req req = BuildRequest<Stub, Req>(claims);
   Resp resp;
   grpc::ClientContext ctx;
@@ -92,20 +93,24 @@ Result<std::map<std::string, SimPrepareResult>> DoPrepare(Stub& stub, const std:
     SimPrepareResult& result = out[uid];
     result.error = r.error();
     for (const auto& d : r.devices()) {
-      result.devices.push_back({{d.request_names().begin(), d.request_names().end()}, d.pool_name(),
-                                d.device_name(), {d.cdi_device_ids().begin(), d.cdi_device_ids().end()}});
+      result.devices.push_back({{d.request_names().begin(), d.request_names().end()},
+                                d.pool_name(),
+                                d.device_name(),
+                                {d.cdi_device_ids().begin(), d.cdi_device_ids().end()}});
     }
   }
   return out;
 }
 
 template <typename Stub, typename Req, typename Resp>
-Result<std::map<std::string, std::string>> DoUnprepare(Stub& stub, const std::vector<SimClaim>& claims) {
+Result<std::map<std::string, std::string>> DoUnprepare(Stub& stub,
+                                                       const std::vector<SimClaim>& claims) {
   Req req = BuildRequest<Stub, Req>(claims);
   Resp resp;
   grpc::ClientContext ctx;
   SetDeadline(ctx, kDraCallDeadline);
-  RETURN_IF_ERROR(FromGrpc(stub.NodeUnprepareResources(&ctx, req, &resp), "NodeUnprepareResources"));
+  RETURN_IF_ERROR(
+      FromGrpc(stub.NodeUnprepareResources(&ctx, req, &resp), "NodeUnprepareResources"));
   RETURN_IF_ERROR(CheckAnswered(claims, resp.claims()));
   std::map<std::string, std::string> out;
   for (const auto& [uid, r] : resp.claims()) out[uid] = r.error();
@@ -121,14 +126,19 @@ struct KubeletSimulator::Channels {
 
 std::string HealthName(int value) {
   switch (value) {
-    case v1alpha1::HEALTHY: return "Healthy";
-    case v1alpha1::UNHEALTHY: return "Unhealthy";
-    default: return "Unknown";
+    case v1alpha1::HEALTHY:
+      return "Healthy";
+    case v1alpha1::UNHEALTHY:
+      return "Unhealthy";
+    default:
+      return "Unknown";
   }
 }
 
-KubeletSimulator::KubeletSimulator(std::string registry_dir, std::vector<std::string> known_versions)
-    : registry_dir_(std::move(registry_dir)), known_versions_(std::move(known_versions)),
+KubeletSimulator::KubeletSimulator(std::string registry_dir,
+                                   std::vector<std::string> known_versions)
+    : registry_dir_(std::move(registry_dir)),
+      known_versions_(std::move(known_versions)),
       channels_(std::make_unique<Channels>()) {}
 
 KubeletSimulator::~KubeletSimulator() = default;
@@ -156,10 +166,10 @@ Result<PluginRegistration> KubeletSimulator::TryRegister(const std::string& sock
   if (reg.type != "DRAPlugin") {
     verdict = InvalidArgumentError("plugin type \"" + reg.type + "\" is not DRAPlugin");
   } else {
-    auto known = std::find_if(reg.supported_versions.begin(), reg.supported_versions.end(),
-                              [&](const std::string& v) {
-                                return std::count(known_versions_.begin(), known_versions_.end(), v) > 0;
-                              });
+    auto known = std::find_if(
+        reg.supported_versions.begin(), reg.supported_versions.end(), [&](const std::string& v) {
+          return std::count(known_versions_.begin(), known_versions_.end(), v) > 0;
+        });
     if (known == reg.supported_versions.end()) {
       verdict = InvalidArgumentError("none of the plugin's versions is supported by this kubelet");
     } else {
@@ -198,7 +208,8 @@ Result<PluginRegistration> KubeletSimulator::Register(const std::string& driver,
       if (last.code() == StatusCode::kInvalidArgument) return last;  // refused: final
     }
     if (std::chrono::steady_clock::now() >= deadline) return last;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the kubelet's watcher would wake us
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(20));  // the kubelet's watcher would wake us
   }
 }
 
@@ -224,7 +235,8 @@ Result<std::map<std::string, SimPrepareResult>> KubeletSimulator::Prepare(
                    drav1beta1::NodePrepareResourcesResponse>(*stub, claims);
 }
 
-Result<std::map<std::string, std::string>> KubeletSimulator::Unprepare(const std::vector<SimClaim>& claims) {
+Result<std::map<std::string, std::string>> KubeletSimulator::Unprepare(
+    const std::vector<SimClaim>& claims) {
   if (!registered_) return FailedPreconditionError("no plugin registered");
   if (Version() == DraApiVersion::kV1) {
     auto stub = drav1::DRAPlugin::NewStub(channels_->dra);
@@ -258,7 +270,8 @@ Result<std::vector<std::vector<SimDeviceHealth>>> KubeletSimulator::WatchHealth(
   const grpc::Status end = reader->Finish();
   if (got_all) return updates;
   if (!end.ok()) return FromGrpc(end, "NodeWatchResources");
-  return UnavailableError("health stream ended after " + std::to_string(updates.size()) + " updates");
+  return UnavailableError("health stream ended after " + std::to_string(updates.size()) +
+                          " updates");
 }
 
 }  // namespace dracpu::sim

@@ -78,7 +78,10 @@ class KubeletSimulator {
   // error fails the whole call; a missing or unexpected claim in the answer is an error too.
   Result<std::map<std::string, SimPrepareResult>> Prepare(const std::vector<SimClaim>& claims);
   Result<std::map<std::string, std::string>> Unprepare(const std::vector<SimClaim>& claims);
-  void ForceVersion(DraApiVersion version) { forced_ = version; forced_set_ = true; }
+  void ForceVersion(DraApiVersion version) {
+    forced_ = version;
+    forced_set_ = true;
+  }
 
   // Opens the health stream and returns the first `count` updates (each a full device list),
   // or an error when the stream ends or the timeout passes first.

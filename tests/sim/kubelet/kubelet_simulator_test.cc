@@ -35,7 +35,8 @@ class FakePreparer : public dra::ClaimPreparer {
         out[c.uid].error = "claim " + c.namespace_name + "/" + c.name + ": bad";
         continue;
       }
-      out[c.uid].devices.push_back({{"req"}, "node-a", "cpudevnuma000", {"dra.k8s.io/cpu=claim-" + c.uid}, {}});
+      out[c.uid].devices.push_back(
+          {{"req"}, "node-a", "cpudevnuma000", {"dra.k8s.io/cpu=claim-" + c.uid}, {}});
     }
     return out;
   }
@@ -54,7 +55,8 @@ class FakeHealth : public dra::DeviceHealthSource {
     return reports;
   }
   std::mutex mu;
-  std::vector<DeviceHealthReport> reports = {{"node-a", "cpudevnuma000", DeviceHealthState::kHealthy, ""}};
+  std::vector<DeviceHealthReport> reports = {
+      {"node-a", "cpudevnuma000", DeviceHealthState::kHealthy, ""}};
 };
 
 class KubeletSimulatorTest : public ::testing::Test {
@@ -65,10 +67,11 @@ class KubeletSimulatorTest : public ::testing::Test {
     options.paths = dra::MakePluginPaths(tmp_.path()).value();
     options.supported_versions = std::move(versions);
     options.extra_services = {&health_service_};
-    auto server = dra::KubeletPluginServer::Start(options, preparer_, [this](bool ok, const std::string& e) {
-      std::lock_guard lock(mu_);
-      notified_.push_back({ok, e});
-    });
+    auto server =
+        dra::KubeletPluginServer::Start(options, preparer_, [this](bool ok, const std::string& e) {
+          std::lock_guard lock(mu_);
+          notified_.push_back({ok, e});
+        });
     ASSERT_THAT(server, IsOk());
     server_ = std::move(server).value();
   }
@@ -81,7 +84,8 @@ class KubeletSimulatorTest : public ::testing::Test {
   testing::TempDir tmp_{"dracpu-ks"};
   FakePreparer preparer_;
   FakeHealth health_;
-  dra::HealthStreamer streamer_{health_, {std::chrono::milliseconds(20), std::chrono::seconds(10), 30}};
+  dra::HealthStreamer streamer_{health_,
+                                {std::chrono::milliseconds(20), std::chrono::seconds(10), 30}};
   dra::HealthV1alpha1Service health_service_{streamer_};
   std::unique_ptr<dra::KubeletPluginServer> server_;
   std::mutex mu_;
@@ -137,7 +141,8 @@ TEST_F(KubeletSimulatorTest, ASkippedClaimIsAnError) {
 
 TEST_F(KubeletSimulatorTest, NoPluginTimesOut) {
   KubeletSimulator sim(Registry(), {"v1.DRAPlugin"});
-  EXPECT_THAT(sim.Register("dra.cpu", std::chrono::milliseconds(100)), StatusIs(StatusCode::kNotFound));
+  EXPECT_THAT(sim.Register("dra.cpu", std::chrono::milliseconds(100)),
+              StatusIs(StatusCode::kNotFound));
   EXPECT_THAT(sim.Prepare({{"ns", "c", "u"}}), StatusIs(StatusCode::kFailedPrecondition));
 }
 
@@ -165,8 +170,9 @@ TEST_F(KubeletSimulatorTest, CommandLine) {
   Start();
   const char* build = std::getenv("DRACPU_BUILD_DIR");
   ASSERT_NE(build, nullptr);
-  const std::string cmd = std::string(build) + "/tests/sim/kubelet/dracpu-sim-kubelet --registry-dir " +
-                          Registry() + " prepare ns/c1/u1 ns/c2/bad2";
+  const std::string cmd = std::string(build) +
+                          "/tests/sim/kubelet/dracpu-sim-kubelet --registry-dir " + Registry() +
+                          " prepare ns/c1/u1 ns/c2/bad2";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -174,7 +180,8 @@ TEST_F(KubeletSimulatorTest, CommandLine) {
   while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int status = ::pclose(p);
   EXPECT_EQ(WEXITSTATUS(status), 1) << out;  // one claim failed
-  EXPECT_THAT(out, HasSubstr("\"u1\":{\"devices\":[{\"requestNames\":[\"req\"],\"poolName\":\"node-a\""));
+  EXPECT_THAT(
+      out, HasSubstr("\"u1\":{\"devices\":[{\"requestNames\":[\"req\"],\"poolName\":\"node-a\""));
   EXPECT_THAT(out, HasSubstr("\"bad2\":{\"devices\":[],\"error\":\"claim ns/c2: bad\"}"));
 }
 

@@ -26,7 +26,9 @@ using dracpu::Status;
 using namespace dracpu::sim;
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
-void Str(Writer& w, const std::string& s) { w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
+void Str(Writer& w, const std::string& s) {
+  w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
+}
 
 void StrArray(Writer& w, const std::vector<std::string>& v) {
   w.StartArray();
@@ -169,7 +171,8 @@ int Run(KubeletSimulator& sim, const std::vector<std::string>& cmd, std::ostream
 
 int Usage() {
   std::cerr << "usage: dracpu-sim-kubelet --registry-dir DIR [--versions LIST] [--driver NAME]\n"
-               "                          [--timeout-ms N] register|prepare|unprepare|health|session ...\n";
+               "                          [--timeout-ms N] "
+               "register|prepare|unprepare|health|session ...\n";
   return 2;
 }
 
@@ -184,11 +187,16 @@ int main(int argc, char** argv) {
     if (a.rfind("--", 0) != 0) break;
     if (i + 1 >= argc) return Usage();
     const std::string v = argv[++i];
-    if (a == "--registry-dir") registry_dir = v;
-    else if (a == "--driver") driver = v;
-    else if (a == "--versions") versions = v;
-    else if (a == "--timeout-ms") timeout_ms = std::atoi(v.c_str());
-    else return Usage();
+    if (a == "--registry-dir")
+      registry_dir = v;
+    else if (a == "--driver")
+      driver = v;
+    else if (a == "--versions")
+      versions = v;
+    else if (a == "--timeout-ms")
+      timeout_ms = std::atoi(v.c_str());
+    else
+      return Usage();
   }
   if (registry_dir.empty() || i >= argc || timeout_ms <= 0) return Usage();
   std::vector<std::string> known;

@@ -68,8 +68,8 @@ std::string CgroupCpusets::PathOf(const std::string& container_id) const {
 
 Status CgroupCpusets::Apply(const std::string& container_id, int pid, const std::string& cpus,
                             const std::string& mems) {
-  if (container_id.empty() || container_id.find('/') != std::string::npos ||
-      container_id == "." || container_id == "..") {
+  if (container_id.empty() || container_id.find('/') != std::string::npos || container_id == "." ||
+      container_id == "..") {
     return InvalidArgumentError("container id \"" + container_id + "\" cannot name a cgroup");
   }
   const std::string dir = PathOf(container_id);

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "nri-agent/nri/reconnecting_plugin.h"
-#include "tests/testing/status_matchers.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
 namespace {

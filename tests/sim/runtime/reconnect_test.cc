@@ -11,8 +11,8 @@
 
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/sim/runtime/runtime_sim.h"
-#include "tests/testing/status_matchers.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
 namespace {

@@ -21,8 +21,8 @@
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"
-#include "tests/testing/status_matchers.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
 namespace {

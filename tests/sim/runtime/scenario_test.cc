@@ -10,8 +10,8 @@
 
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/nri/reconnecting_plugin.h"
-#include "tests/testing/status_matchers.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
 namespace {
