@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <vector>
@@ -25,6 +26,13 @@ namespace dracpu::sim {
 namespace api = ::nri::pkg::api::v1alpha1;
 using nri::kPluginService;
 using nri::kRuntimeService;
+
+bool NriHasUpdateLockInversion(const std::string& version) {
+  int major = 0, minor = 0, patch = 0;
+  const char* v = version.c_str() + (version.rfind('v', 0) == 0 ? 1 : 0);
+  if (std::sscanf(v, "%d.%d.%d", &major, &minor, &patch) != 3) return true;  // before 0.12
+  return major == 0 && (minor < 12 || (minor == 12 && patch < 1));
+}
 
 int NriMinorVersion(const std::string& version) {
   // "v0.12.1" or "0.12.1"
@@ -55,7 +63,10 @@ class RuntimeSimulator::Conn {
 };
 
 RuntimeSimulator::RuntimeSimulator(loop::EventLoop& loop, RuntimeOptions options)
-    : loop_(loop), options_(std::move(options)), self_(std::make_shared<RuntimeSimulator*>(this)) {
+    : loop_(loop),
+      options_(std::move(options)),
+      lock_inversion_(NriHasUpdateLockInversion(options_.nri_version)),
+      self_(std::make_shared<RuntimeSimulator*>(this)) {
   if (!options_.cgroup_parent.empty()) {
     Result<CgroupCpusets> cgroups = CgroupCpusets::Open(options_.cgroup_parent);
     if (cgroups.ok()) {
@@ -224,15 +235,24 @@ Status RuntimeSimulator::Adopt(UniqueFd fd) {
           done(InvalidArgumentError("UpdateContainers does not parse"));
           return;
         }
-        api::UpdateContainersResponse resp;
-        for (const auto& u : req.update()) {
-          if (containers_.count(u.container_id()) == 0) {
-            *resp.add_failed() = u;  // an unknown container cannot be updated
-            continue;
-          }
-          ApplyUpdate(nri::FromProto(u));
+        if (!lock_inversion_) return done(ApplyUnsolicited(req));
+        // containerd before NRI v0.12.1: the adaptation's updateContainers takes the adaptation
+        // lock, then (in updateFromPlugin) the runtime's NRI lock, the reverse of an event's
+        // order. Waits for the adaptation lock first, then queues for the NRI lock (the
+        // operation queue) while holding it.
+        auto take = [this, req, done]() {
+          adaptation_lock_ = LockHolder::kUnsolicited;
+          Enqueue([this, req, done](std::function<void()> finished) {
+            done(ApplyUnsolicited(req));
+            ReleaseAdaptationLock();
+            finished();
+          });
+        };
+        if (adaptation_lock_ == LockHolder::kNone) {
+          take();
+        } else {
+          adaptation_waiters_.push_back(take);
         }
-        done(resp.SerializeAsString());
       });
 
   conn_ = std::move(conn);
@@ -282,6 +302,52 @@ void RuntimeSimulator::CallPlugin(const std::string& method, std::string payload
                         }
                         done(std::move(reply));
                       });
+}
+
+std::string RuntimeSimulator::ApplyUnsolicited(const api::UpdateContainersRequest& req) {
+  api::UpdateContainersResponse resp;
+  ++unsolicited_calls_;
+  for (const auto& u : req.update()) {
+    if (containers_.count(u.container_id()) == 0) {
+      *resp.add_failed() = u;  // an unknown container cannot be updated
+      continue;
+    }
+    ++unsolicited_updates_;
+    ApplyUpdate(nri::FromProto(u));
+  }
+  return resp.SerializeAsString();
+}
+
+void RuntimeSimulator::CallPluginInEvent(const std::string& method, std::string payload,
+                                         std::chrono::milliseconds timeout,
+                                         std::function<void(Result<std::string>)> done) {
+  if (adaptation_lock_ == LockHolder::kUnsolicited) {
+    // This event holds the NRI lock (it is the running operation) and needs the adaptation
+    // lock, which an unsolicited UpdateContainers holds while it waits for the NRI lock: the
+    // AB/BA deadlock of containerd 1.7.24 and 2.1.9 (real-runtimes.md). Nothing moves again,
+    // whatever the plugin does; every later operation queues forever.
+    deadlock_ = "goroutine 1 [sync.Mutex.Lock]: nri.(*local)." + method +
+                " holds the NRI lock, waits for the adaptation lock\n"
+                "goroutine 2 [sync.Mutex.Lock]: adaptation.(*Adaptation).updateContainers holds "
+                "the adaptation lock, waits for the NRI lock (nri.(*local).updateFromPlugin)\n";
+    return;
+  }
+  adaptation_lock_ = LockHolder::kEvent;
+  std::weak_ptr<RuntimeSimulator*> weak = self_;
+  CallPlugin(method, std::move(payload), timeout, [weak, done](Result<std::string> reply) {
+    std::shared_ptr<RuntimeSimulator*> self = weak.lock();
+    if (!self) return;
+    (*self)->ReleaseAdaptationLock();
+    done(std::move(reply));
+  });
+}
+
+void RuntimeSimulator::ReleaseAdaptationLock() {
+  adaptation_lock_ = LockHolder::kNone;
+  if (adaptation_waiters_.empty()) return;
+  auto next = std::move(adaptation_waiters_.front());
+  adaptation_waiters_.pop_front();
+  next();
 }
 
 void RuntimeSimulator::StartSynchronize() {
@@ -353,6 +419,11 @@ void RuntimeSimulator::ApplyUpdate(const nri::CpusetUpdate& update) {
   if (!update.cpuset.cpus.empty()) it->second.container.cpuset.cpus = update.cpuset.cpus;
   if (!update.cpuset.mems.empty()) it->second.container.cpuset.mems = update.cpuset.mems;
   if (!update.cpuset.cpus.empty()) ApplyAffinity(it->second.container);
+}
+
+void RuntimeSimulator::ApplyReplyUpdate(const nri::CpusetUpdate& update) {
+  if (containers_.count(update.container_id) != 0) ++reply_updates_;
+  ApplyUpdate(update);
 }
 
 void RuntimeSimulator::ApplyAffinity(const nri::Container& container) {
@@ -438,31 +509,32 @@ void RuntimeSimulator::CreateContainer(const nri::Pod& pod, const nri::Container
     api::CreateContainerRequest req;
     nri::ToProto(pod, req.mutable_pod());
     nri::ToProto(created.container, req.mutable_container());
-    CallPlugin("CreateContainer", req.SerializeAsString(), options_.request_timeout,
-               [this, created, done, finished, admit](Result<std::string> reply) mutable {
-                 if (!reply.ok()) {
-                   if (!conn_) return admit(std::move(created));  // plugin dropped: unpinned
-                   done(reply.status());
-                   return finished();
-                 }
-                 api::CreateContainerResponse resp;
-                 if (!resp.ParseFromString(*reply)) {
-                   done(DataLossError("CreateContainer answer does not parse"));
-                   return finished();
-                 }
-                 for (const auto& u : resp.update()) {
-                   if (u.container_id() == created.container.id) {
-                     done(InvalidArgumentError("plugin asked update of " + u.container_id() +
-                                               " during creation"));
-                     return finished();
-                   }
-                 }
-                 const nri::Cpuset adjust = nri::CpusetFromProto(resp.adjust().linux().resources());
-                 if (!adjust.cpus.empty()) created.container.cpuset.cpus = adjust.cpus;
-                 if (!adjust.mems.empty()) created.container.cpuset.mems = adjust.mems;
-                 for (const auto& u : resp.update()) ApplyUpdate(nri::FromProto(u));
-                 admit(std::move(created));
-               });
+    CallPluginInEvent("CreateContainer", req.SerializeAsString(), options_.request_timeout,
+                      [this, created, done, finished, admit](Result<std::string> reply) mutable {
+                        if (!reply.ok()) {
+                          if (!conn_) return admit(std::move(created));  // plugin dropped: unpinned
+                          done(reply.status());
+                          return finished();
+                        }
+                        api::CreateContainerResponse resp;
+                        if (!resp.ParseFromString(*reply)) {
+                          done(DataLossError("CreateContainer answer does not parse"));
+                          return finished();
+                        }
+                        for (const auto& u : resp.update()) {
+                          if (u.container_id() == created.container.id) {
+                            done(InvalidArgumentError("plugin asked update of " + u.container_id() +
+                                                      " during creation"));
+                            return finished();
+                          }
+                        }
+                        const nri::Cpuset adjust =
+                            nri::CpusetFromProto(resp.adjust().linux().resources());
+                        if (!adjust.cpus.empty()) created.container.cpuset.cpus = adjust.cpus;
+                        if (!adjust.mems.empty()) created.container.cpuset.mems = adjust.mems;
+                        for (const auto& u : resp.update()) ApplyReplyUpdate(nri::FromProto(u));
+                        admit(std::move(created));
+                      });
   });
 }
 
@@ -484,31 +556,32 @@ void RuntimeSimulator::UpdateContainer(const std::string& id, const nri::Cpuset&
     nri::ToProto(it->second.pod, req.mutable_pod());
     nri::ToProto(it->second.container, req.mutable_container());
     nri::ToProto(requested, req.mutable_linux_resources());
-    CallPlugin("UpdateContainer", req.SerializeAsString(), options_.request_timeout,
-               [this, id, requested, done, finished, apply](Result<std::string> reply) {
-                 if (!reply.ok()) {
-                   if (!conn_) return apply(requested);
-                   done(reply.status());
-                   return finished();
-                 }
-                 api::UpdateContainerResponse resp;
-                 if (!resp.ParseFromString(*reply)) {
-                   done(DataLossError("UpdateContainer answer does not parse"));
-                   return finished();
-                 }
-                 nri::Cpuset merged = requested;
-                 for (const auto& u : resp.update()) {
-                   const nri::CpusetUpdate update = nri::FromProto(u);
-                   if (update.container_id != id) {
-                     ApplyUpdate(update);
-                     continue;
-                   }
-                   // The plugin's values win over the request's (merged into the pending update).
-                   if (!update.cpuset.cpus.empty()) merged.cpus = update.cpuset.cpus;
-                   if (!update.cpuset.mems.empty()) merged.mems = update.cpuset.mems;
-                 }
-                 apply(merged);
-               });
+    CallPluginInEvent("UpdateContainer", req.SerializeAsString(), options_.request_timeout,
+                      [this, id, requested, done, finished, apply](Result<std::string> reply) {
+                        if (!reply.ok()) {
+                          if (!conn_) return apply(requested);
+                          done(reply.status());
+                          return finished();
+                        }
+                        api::UpdateContainerResponse resp;
+                        if (!resp.ParseFromString(*reply)) {
+                          done(DataLossError("UpdateContainer answer does not parse"));
+                          return finished();
+                        }
+                        nri::Cpuset merged = requested;
+                        for (const auto& u : resp.update()) {
+                          const nri::CpusetUpdate update = nri::FromProto(u);
+                          if (update.container_id != id) {
+                            ApplyReplyUpdate(update);
+                            continue;
+                          }
+                          // The plugin's values win over the request's (merged into the pending
+                          // update).
+                          if (!update.cpuset.cpus.empty()) merged.cpus = update.cpuset.cpus;
+                          if (!update.cpuset.mems.empty()) merged.mems = update.cpuset.mems;
+                        }
+                        apply(merged);
+                      });
   });
 }
 
@@ -527,16 +600,16 @@ void RuntimeSimulator::StopContainer(const std::string& id, Done done) {
     api::StopContainerRequest req;
     nri::ToProto(it->second.pod, req.mutable_pod());
     nri::ToProto(it->second.container, req.mutable_container());
-    CallPlugin("StopContainer", req.SerializeAsString(), options_.request_timeout,
-               [this, done, finished](Result<std::string> reply) {
-                 api::StopContainerResponse resp;
-                 if (reply.ok() && resp.ParseFromString(*reply)) {
-                   for (const auto& u : resp.update()) ApplyUpdate(nri::FromProto(u));
-                 }
-                 // A stop happens whatever the plugin says; its error is reported.
-                 done(reply.ok() || !conn_ ? Status::Ok() : reply.status());
-                 finished();
-               });
+    CallPluginInEvent("StopContainer", req.SerializeAsString(), options_.request_timeout,
+                      [this, done, finished](Result<std::string> reply) {
+                        api::StopContainerResponse resp;
+                        if (reply.ok() && resp.ParseFromString(*reply)) {
+                          for (const auto& u : resp.update()) ApplyReplyUpdate(nri::FromProto(u));
+                        }
+                        // A stop happens whatever the plugin says; its error is reported.
+                        done(reply.ok() || !conn_ ? Status::Ok() : reply.status());
+                        finished();
+                      });
   });
 }
 
@@ -559,11 +632,11 @@ void RuntimeSimulator::RemoveContainer(const std::string& id, Done done) {
       ev.set_event(api::REMOVE_CONTAINER);
       nri::ToProto(removed.pod, ev.mutable_pod());
       nri::ToProto(removed.container, ev.mutable_container());
-      CallPlugin("StateChange", ev.SerializeAsString(), options_.request_timeout,
-                 [this, done, finished](Result<std::string> reply) {
-                   done(reply.ok() || !conn_ ? Status::Ok() : reply.status());
-                   finished();
-                 });
+      CallPluginInEvent("StateChange", ev.SerializeAsString(), options_.request_timeout,
+                        [this, done, finished](Result<std::string> reply) {
+                          done(reply.ok() || !conn_ ? Status::Ok() : reply.status());
+                          finished();
+                        });
     };
     if (NriMinorVersion(options_.nri_version) < 12 || remove_via_state_change_) {
       return via_state_change();
@@ -571,15 +644,15 @@ void RuntimeSimulator::RemoveContainer(const std::string& id, Done done) {
     api::RemoveContainerRequest req;
     nri::ToProto(removed.pod, req.mutable_pod());
     nri::ToProto(removed.container, req.mutable_container());
-    CallPlugin("RemoveContainer", req.SerializeAsString(), options_.request_timeout,
-               [this, done, finished, via_state_change](Result<std::string> reply) {
-                 if (reply.status().code() == StatusCode::kUnimplemented && conn_) {
-                   remove_via_state_change_ = true;  // and for every later event
-                   return via_state_change();
-                 }
-                 done(reply.ok() || !conn_ ? Status::Ok() : reply.status());
-                 finished();
-               });
+    CallPluginInEvent("RemoveContainer", req.SerializeAsString(), options_.request_timeout,
+                      [this, done, finished, via_state_change](Result<std::string> reply) {
+                        if (reply.status().code() == StatusCode::kUnimplemented && conn_) {
+                          remove_via_state_change_ = true;  // and for every later event
+                          return via_state_change();
+                        }
+                        done(reply.ok() || !conn_ ? Status::Ok() : reply.status());
+                        finished();
+                      });
   });
 }
 

@@ -15,6 +15,16 @@
 // operation at a time. RemoveContainer goes as the dedicated RPC when nri_version >= 0.12 and
 // falls back to StateChange on UNIMPLEMENTED; older versions always use StateChange.
 //
+// Locks, as containerd 1.7.24 / 2.1.9 take them (real-runtimes.md): every operation holds the
+// runtime's NRI lock while it runs (the operation queue), and the adaptation lock while it calls
+// the plugin; updates carried by the plugin's reply are applied after the adaptation lock is
+// released, still under the NRI lock. A plugin-initiated UpdateContainers takes the adaptation
+// lock first and then queues for the NRI lock. On a runtime whose NRI predates v0.12.1
+// (containerd/nri#301; the default here, which reports no NRI version, as containerd <= 2.1)
+// that is an AB/BA inversion: when an operation queued behind it starts and asks for the
+// adaptation lock, both wait forever (deadlock() says so; no operation completes again, the
+// plugin's disconnection included). With NRI >= v0.12.1 unsolicited updates are applied at once.
+//
 // One plugin at a time. Thread safety: none; everything runs on the given EventLoop.
 #pragma once
 
@@ -31,6 +41,10 @@
 #include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/types.h"
 #include "tests/sim/runtime/cgroup_cpusets.h"
+
+namespace nri::pkg::api::v1alpha1 {
+class UpdateContainersRequest;
+}  // namespace nri::pkg::api::v1alpha1
 
 namespace dracpu::sim {
 
@@ -96,6 +110,14 @@ class RuntimeSimulator {
   const Status& last_drop() const { return last_drop_; }
   bool runtime_server_dead() const;                 // conn 2 hit ENOMEM
   int sync_chunks() const { return sync_chunks_; }  // requests of the last Synchronize
+  // Container updates applied so far: carried by replies to events (CreateContainer,
+  // UpdateContainer for other containers, StopContainer), and unsolicited (UpdateContainers
+  // calls and the updates in them). Synchronize's answer is not counted.
+  int reply_updates() const { return reply_updates_; }
+  int unsolicited_calls() const { return unsolicited_calls_; }
+  int unsolicited_updates() const { return unsolicited_updates_; }
+  // Empty, or a goroutine-dump-like description of the deadlock the runtime is in.
+  const std::string& deadlock() const { return deadlock_; }
   const std::map<std::string, SimContainer>& containers() const { return containers_; }
   // With apply_affinity / cgroup_parent: how many sched_setaffinity calls and cgroup moves
   // succeeded, and the last failure.
@@ -115,7 +137,15 @@ class RuntimeSimulator {
   // Calls the plugin; fatal transport errors drop it and complete with `fatal_as`.
   void CallPlugin(const std::string& method, std::string payload, std::chrono::milliseconds timeout,
                   std::function<void(Result<std::string>)> done);
+  // The plugin call of an operation, under the adaptation lock (or the deadlock, see above).
+  void CallPluginInEvent(const std::string& method, std::string payload,
+                         std::chrono::milliseconds timeout,
+                         std::function<void(Result<std::string>)> done);
+  void ReleaseAdaptationLock();
+  // Applies an UpdateContainers request; the serialized answer.
+  std::string ApplyUnsolicited(const ::nri::pkg::api::v1alpha1::UpdateContainersRequest& req);
   void ApplyUpdate(const nri::CpusetUpdate& update);
+  void ApplyReplyUpdate(const nri::CpusetUpdate& update);
   void ApplyAffinity(const nri::Container& container);
   void ReleaseCgroup(const std::string& container_id);
   void ClosePlugin(const Status& reason);
@@ -137,10 +167,21 @@ class RuntimeSimulator {
   std::map<std::string, SimContainer> containers_;
   std::deque<std::function<void(std::function<void()>)>> ops_;
   bool op_running_ = false;
+  enum class LockHolder { kNone, kEvent, kUnsolicited };
+  const bool lock_inversion_;
+  LockHolder adaptation_lock_ = LockHolder::kNone;
+  std::deque<std::function<void()>> adaptation_waiters_;  // unsolicited calls waiting for it
+  std::string deadlock_;
+  int reply_updates_ = 0;
+  int unsolicited_calls_ = 0;
+  int unsolicited_updates_ = 0;
   std::shared_ptr<RuntimeSimulator*> self_;
 };
 
 // "v0.12.1" -> 12 (the minor; NRI is 0.x); -1 when it does not parse.
 int NriMinorVersion(const std::string& version);
+// Whether a runtime with this NRI version (empty or unparsable: before 0.12) has the
+// UpdateContainers lock inversion fixed by containerd/nri#301 in v0.12.1.
+bool NriHasUpdateLockInversion(const std::string& version);
 
 }  // namespace dracpu::sim
