@@ -7,10 +7,14 @@
 //    Idempotent: the same uid with the same CPUs succeeds again.
 //  * nri-agent CreateContainer: reads the claims table (FindClaim, lock-free), refuses a
 //    DRA_CPUSET_<uid> whose claim is absent or whose CPUs differ, records the container
-//    (kExclusive, claim uids, applied CPUs) and shrinks the shared pool.
-//  * StopContainer keeps the container's entry; RemoveContainer removes it.
+//    (kExclusive, claim uids, applied CPUs) and, in its reply, shrinks the running shared
+//    containers off the claim's CPUs.
+//  * StopContainer keeps the container's entry (the claim's CPUs stay out of the shared pool);
+//    RemoveContainer removes it.
 //  * dra-agent Unprepare: marks the claim kReleasing, removes the CDI file, removes the claim;
-//    the nri-agent observes it (WaitForChange) and widens the shared pool.
+//    the nri-agent observes it (WaitForChange), records the wider pool, and widens the running
+//    shared containers in the reply to the next container event (and, on runtimes known safe,
+//    with one coalesced UpdateContainers).
 //  * Synchronize (nri-agent restart) merges the runtime's containers with the containers table,
 //    never dropping a prepared claim that has no container yet.
 //

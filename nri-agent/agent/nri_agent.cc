@@ -119,7 +119,8 @@ void NriAgent::Shutdown() {
   StopWatcher();
   if (attach_timer_ != 0) loop_.CancelTimer(attach_timer_);
   if (heartbeat_timer_ != 0) loop_.CancelTimer(heartbeat_timer_);
-  attach_timer_ = heartbeat_timer_ = 0;
+  if (pool_timer_ != 0) loop_.CancelTimer(pool_timer_);
+  attach_timer_ = heartbeat_timer_ = pool_timer_ = 0;
   plugin_.reset();
 }
 
@@ -239,6 +240,30 @@ void NriAgent::StopWatcher() {
 }
 
 void NriAgent::OnSegmentChanged() {
+  if (shut_down_ || segment_ == nullptr) return;
+  // The shared-pool record follows at once (dracpu-shm verify, the dump); only pushing waits.
+  if (Status s = policy_.RecordSharedPool(); !s.ok()) {
+    LOG(WARNING) << "recording the shared pool: " << s.ToString();
+  }
+  // Coalesce a burst (a Prepare or Unprepare of many claims is several commits per claim): act
+  // once the segment has been quiet for coalesce_window, or coalesce_max after the first change.
+  const auto now = Clock::now();
+  if (pool_timer_ != 0) {
+    if (now - first_change_ >= options_.coalesce_max) return;  // due soon anyway
+    loop_.CancelTimer(pool_timer_);
+  } else {
+    first_change_ = now;
+  }
+  const auto left = options_.coalesce_max - (now - first_change_);
+  const auto delay =
+      std::min<Clock::duration>(options_.coalesce_window, std::max<Clock::duration>(left, {}));
+  pool_timer_ = loop_.AddTimer(std::chrono::duration_cast<std::chrono::nanoseconds>(delay), [this] {
+    pool_timer_ = 0;
+    PushPoolUpdates();
+  });
+}
+
+void NriAgent::PushPoolUpdates() {
   if (shut_down_ || segment_ == nullptr || plugin_ == nullptr ||
       plugin_->state() != nri::Plugin::State::kSynchronized) {
     return;
@@ -261,7 +286,8 @@ void NriAgent::OnSegmentChanged() {
     if (gated_logged_for_ != pool) {
       const auto& rt = policy_.runtime();
       LOG(INFO) << "shared pool is now " << pool << "; " << updates->size()
-                << " running shared containers keep their cpusets until their next update "
+                << " running shared containers get it in the reply to the next container event "
+                   "on the node (CreateContainer, UpdateContainer, StopContainer) "
                    "(sharedPoolUpdates="
                 << SharedPoolUpdatesName(options_.policy.shared_pool_updates) << ", runtime "
                 << (rt ? rt->runtime_name + " " + rt->runtime_version + " NRI " +
@@ -300,7 +326,7 @@ void NriAgent::OnSegmentChanged() {
         }
         if (rerun_after_update_) {
           rerun_after_update_ = false;
-          OnSegmentChanged();
+          PushPoolUpdates();
         }
       });
 }

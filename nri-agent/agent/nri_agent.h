@@ -11,11 +11,14 @@
 // reconnects so that the runtime's fresh Synchronize reconciles every container (its answer
 // carries the re-pinning, never an unsolicited update).
 //
-// Widening: a watcher thread blocks in Segment::WaitForChange and posts one coalesced task to
-// the loop per change; the task asks the policy for pending shared-pool updates and, when
-// sharedPoolUpdates allows it for this runtime, sends them as one UpdateContainers batch
-// (asynchronous: the loop never waits for it; one batch in flight, changes meanwhile rerun it
-// after). Heartbeats go into the segment every `heartbeat_interval`.
+// Widening: the replies to CreateContainer, UpdateContainer and StopContainer carry the updates
+// that move running shared containers to the current pool (the policy's job; safe on every
+// runtime). Besides, a watcher thread blocks in Segment::WaitForChange and posts one coalesced
+// task to the loop per change; once the segment has been quiet for `coalesce_window` (at most
+// `coalesce_max` after the first change) the task records the pool and, when sharedPoolUpdates
+// allows unsolicited updates for this runtime, sends the pending widening as one
+// UpdateContainers batch (asynchronous: the loop never waits for it; one batch in flight,
+// changes meanwhile rerun it after). Heartbeats go into the segment every `heartbeat_interval`.
 //
 // Thread safety: everything on the loop thread, except healthy()/ready() (any thread).
 #pragma once
@@ -46,6 +49,10 @@ struct NriAgentOptions {
   std::chrono::milliseconds segment_wait{10000};
   std::chrono::milliseconds segment_poll{200};
   std::chrono::milliseconds heartbeat_interval{1000};
+  // Shared-pool changes are pushed (unsolicited, where allowed) once the segment has been quiet
+  // this long, and at most coalesce_max after the first change of a burst (docs/nri-agent.md).
+  std::chrono::milliseconds coalesce_window{50};
+  std::chrono::milliseconds coalesce_max{500};
   nri::ReconnectingPlugin::Connector connect;
   nri::PluginOptions plugin;
   nri::BackoffPolicy backoff;
@@ -98,6 +105,7 @@ class NriAgent : public nri::PluginHandler {
   void StartWatcher();
   void StopWatcher();
   void OnSegmentChanged();
+  void PushPoolUpdates();
   void OnStale();
   void Heartbeat();
   void LogWarnings(const std::string& op);
@@ -120,6 +128,8 @@ class NriAgent : public nri::PluginHandler {
   std::string last_attach_error_;
   loop::EventLoop::TimerId attach_timer_ = 0;
   loop::EventLoop::TimerId heartbeat_timer_ = 0;
+  loop::EventLoop::TimerId pool_timer_ = 0;
+  std::chrono::steady_clock::time_point first_change_;
   bool update_in_flight_ = false;
   bool rerun_after_update_ = false;
   int update_batches_ = 0;

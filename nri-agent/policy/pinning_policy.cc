@@ -95,6 +95,7 @@ void PinningPolicy::AttachSegment(shm::Segment* segment) {
   segment_ = segment;
   pool_generation_ = 1;
   recorded_pool_.reset();
+  settled_ = false;
 }
 
 nri::EventMask PinningPolicy::Events() {
@@ -211,27 +212,76 @@ Result<CpuSet> PinningPolicy::SharedPool() {
   so.containers = false;
   ASSIGN_OR_RETURN(shm::Snapshot snap, segment_->ReadSnapshot(so));
   CpuSet pool;
+  CpuSet claimed;
+  for (const auto& c : snap.claims) claimed |= c.cpus;
   if (snap.topology.updated_time_ns == 0) {
     // The dra-agent has not recorded the topology yet: our own view, minus every claim.
-    pool = options_.fallback_pool;
-    for (const auto& c : snap.claims) pool -= c.cpus;
+    pool = options_.fallback_pool - claimed;
   } else {
     pool = shm::ComputeSharedPool(snap.topology, snap.config, snap.claims);
   }
   pool_cache_ = pool;
+  claimed_cache_ = claimed;
   pool_generation_ = snap.generation;
   return pool;
 }
 
-std::vector<nri::CpusetUpdate> PinningPolicy::SharedUpdates(const CpuSet& pool,
-                                                            const std::string& except_id,
-                                                            bool ignore_failure) const {
+CpuSet PinningPolicy::LazyCpus(const std::string& extra_busy_id, const CpuSet& extra_busy) const {
+  if (segment_ == nullptr) return CpuSet();
+  CpuSet lazy = claimed_cache_ - extra_busy;
+  for (const auto& [id, t] : containers_) {
+    if (t.kind == shm::ContainerKind::kExclusive && !t.stopped && id != extra_busy_id) {
+      lazy -= t.cpus;
+    }
+  }
+  return lazy;
+}
+
+std::vector<nri::CpusetUpdate> PinningPolicy::PoolUpdates(const CpuSet& pool, const CpuSet& lazy,
+                                                          const std::string& except_id,
+                                                          bool ignore_failure) const {
   std::vector<nri::CpusetUpdate> updates;
+  if (pool.Empty()) return updates;  // a shared container is never emptied
+  const CpuSet allowed = pool | lazy;
   const std::string list = pool.ToListString();
   for (const auto& [id, t] : containers_) {
     if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
-    if (t.cpus == pool) continue;
+    // Settled: it has every CPU of the pool, and beyond it only CPUs of claims whose container
+    // is not running (kept until that container is created: the lazy shrink).
+    if (pool.IsSubsetOf(t.cpus) && t.cpus.IsSubsetOf(allowed)) continue;
     updates.push_back(nri::CpusetUpdate{id, nri::Cpuset{list, ""}, ignore_failure});
+  }
+  return updates;
+}
+
+Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::string& except_id,
+                                                                   const CpuSet& pool,
+                                                                   const CpuSet& lazy,
+                                                                   bool ignore_failure,
+                                                                   const TrackedContainer* also) {
+  std::vector<nri::CpusetUpdate> updates;
+  // Settled containers stay settled while the pool is the same and the lazy CPUs did not lose
+  // any (they only gain some when a claim's container stops).
+  const bool scan = !(settled_ && settled_pool_ == pool && settled_lazy_.IsSubsetOf(lazy));
+  if (scan) updates = PoolUpdates(pool, lazy, except_id, ignore_failure);
+  std::vector<TrackedContainer> moved;
+  moved.reserve(updates.size());
+  for (const auto& u : updates) {
+    TrackedContainer m = containers_.at(u.container_id);
+    m.cpus = pool;
+    moved.push_back(std::move(m));
+  }
+  std::vector<const TrackedContainer*> upserts;
+  if (also != nullptr) upserts.push_back(also);
+  for (const auto& m : moved) upserts.push_back(&m);
+  RETURN_IF_ERROR(Persist(upserts, {}, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool)));
+  for (auto& m : moved) containers_[m.id] = std::move(m);
+  // Every running shared container other than `except_id` is settled now (the excepted one is
+  // being created with the pool, re-asserted to it, exclusive, or stopping).
+  if (scan) {
+    settled_ = !pool.Empty();
+    settled_pool_ = pool;
+    settled_lazy_ = lazy;
   }
   return updates;
 }
@@ -240,6 +290,10 @@ Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upsert
                               const std::vector<std::string>& removals,
                               const std::optional<CpuSet>& pool) {
   if (segment_ == nullptr) return Status();
+  if (upserts.empty() && removals.empty() &&
+      (!pool || (recorded_pool_ && *recorded_pool_ == *pool))) {
+    return Status();
+  }
   ASSIGN_OR_RETURN(shm::WriteTransaction tx, segment_->Begin());
   // Holding the lock, nobody else commits: our writes leave the claims (and so the pool cache)
   // as they are, so the cache stays valid across our own commit.
@@ -286,8 +340,13 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
     t.kind = shm::ContainerKind::kShared;
     t.cpus = pool;
     result.adjust.cpus = pool.ToListString();
-    Status s = Persist({&t}, {}, pool);
-    if (!s.ok()) warnings_.push_back("not recorded in shared memory: " + s.ToString());
+    // The reply also widens running shared containers after a release (safe on every runtime).
+    auto widened = ReplyUpdates(t.id, pool, LazyCpus(), /*ignore_failure=*/true, &t);
+    if (widened.ok()) {
+      result.updates = std::move(*widened);
+    } else {
+      warnings_.push_back("not recorded in shared memory: " + widened.status().ToString());
+    }
     declared_.erase(t.id);
     containers_[t.id] = std::move(t);
     return result;
@@ -325,22 +384,16 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   t.mems = verified->mems;
   result.adjust.cpus = t.cpus.ToListString();
   result.adjust.mems = ListOf(t.mems);
-  result.updates = SharedUpdates(pool, container.id, /*ignore_failure=*/false);
-
-  // Record first; only a recorded binding may take effect (the table is the binding's witness).
-  std::vector<TrackedContainer> shrunk;
-  shrunk.reserve(result.updates.size());
-  for (const auto& u : result.updates) {
-    TrackedContainer s = containers_.at(u.container_id);
-    s.cpus = pool;
-    shrunk.push_back(std::move(s));
+  // Shrink: every running shared container that has one of these CPUs (or is otherwise off the
+  // pool) gets the pool. Recorded first, with the binding: only a recorded binding may take
+  // effect (the table is the binding's witness).
+  auto shrunk =
+      ReplyUpdates(container.id, pool, LazyCpus(t.id, t.cpus), /*ignore_failure=*/false, &t);
+  if (!shrunk.ok()) {
+    return shrunk.status().WithContext("container " + Describe(pod, container) +
+                                       ": recording the claim binding");
   }
-  std::vector<const TrackedContainer*> upserts{&t};
-  for (const auto& s : shrunk) upserts.push_back(&s);
-  RETURN_IF_ERROR(
-      Persist(upserts, {}, pool)
-          .WithContext("container " + Describe(pod, container) + ": recording the claim binding"));
-  for (auto& s : shrunk) containers_[s.id] = std::move(s);
+  result.updates = std::move(*shrunk);
   CpuSet declared;
   for (const ClaimEnv& e : *envs) declared |= e.cpus;
   declared_[t.id] = declared;
@@ -350,26 +403,36 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
     const nri::Pod&, const nri::Container& container, const nri::Cpuset& requested) {
+  // The reply carries the widening of the other running shared containers (entries for other
+  // containers are applied by the runtime as extra updates), then our own re-assertion.
+  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
   std::vector<nri::CpusetUpdate> out;
   auto it = containers_.find(container.id);
-  if (it == containers_.end() || requested.cpus.empty()) return out;
-  TrackedContainer& t = it->second;
-  if (t.kind == shm::ContainerKind::kShared && !t.stopped) {
-    // The answer is a reply, safe on every runtime: a running shared container gets the current
-    // pool, not the one it last got (without unsolicited updates that can be a pool from before a
-    // Prepare or an Unprepare). Found by the soak (--runtime legacy).
-    ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
-    if (!pool.Empty() && pool != t.cpus) {
-      t.cpus = pool;
-      Status s = Persist({&t}, {}, pool);
-      if (!s.ok()) warnings_.push_back("not recorded in shared memory: " + s.ToString());
-    }
+  TrackedContainer* t = it == containers_.end() ? nullptr : &it->second;
+  // A running shared container gets the current pool unless it is settled on it (all of the
+  // pool, beyond it only lazy CPUs), not the one it last got (that can be a pool from before a
+  // Prepare or an Unprepare). Found by the soak (--runtime legacy).
+  const CpuSet lazy = LazyCpus();
+  const bool moved = t != nullptr && t->kind == shm::ContainerKind::kShared && !t->stopped &&
+                     !pool.Empty() &&
+                     !(pool.IsSubsetOf(t->cpus) && t->cpus.IsSubsetOf(pool | lazy));
+  if (moved) t->cpus = pool;
+  auto others =
+      ReplyUpdates(container.id, pool, lazy, /*ignore_failure=*/true, moved ? t : nullptr);
+  if (others.ok()) {
+    out = std::move(*others);
+  } else {
+    warnings_.push_back("not recorded in shared memory: " + others.status().ToString());
   }
-  const std::optional<CpuSet> wanted = ParseReported(requested.cpus);
-  const std::string mems = ListOf(t.mems);
-  const bool mems_differ = !mems.empty() && !requested.mems.empty() && requested.mems != mems;
-  if (wanted && *wanted == t.cpus && !mems_differ) return out;
-  out.push_back(nri::CpusetUpdate{t.id, nri::Cpuset{t.cpus.ToListString(), mems}, false});
+  if (t == nullptr) return out;
+  const std::string mems = ListOf(t->mems);
+  if (!moved) {  // re-assert ours only when the update touches the cpuset
+    if (requested.cpus.empty()) return out;
+    const std::optional<CpuSet> wanted = ParseReported(requested.cpus);
+    const bool mems_differ = !mems.empty() && !requested.mems.empty() && requested.mems != mems;
+    if (wanted && *wanted == t->cpus && !mems_differ) return out;
+  }
+  out.push_back(nri::CpusetUpdate{t->id, nri::Cpuset{t->cpus.ToListString(), mems}, false});
   return out;
 }
 
@@ -377,7 +440,15 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::StopContainer(
     const nri::Pod&, const nri::Container& container) {
   auto it = containers_.find(container.id);
   if (it != containers_.end()) it->second.stopped = true;
-  return std::vector<nri::CpusetUpdate>{};
+  // The reply widens the running shared containers (a release since the last event). The
+  // stopping container's own claim stays out of the pool until its Unprepare.
+  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  auto widened = ReplyUpdates(container.id, pool, LazyCpus(), /*ignore_failure=*/true, nullptr);
+  if (!widened.ok()) {
+    warnings_.push_back("not recorded in shared memory: " + widened.status().ToString());
+    return std::vector<nri::CpusetUpdate>{};
+  }
+  return widened;
 }
 
 Status PinningPolicy::RemoveContainer(const nri::Pod&, const nri::Container& container) {
@@ -478,6 +549,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
 
   containers_ = std::move(rebuilt);
   declared_ = std::move(declared);
+  settled_ = false;
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
 
   std::vector<nri::CpusetUpdate> updates;
@@ -525,13 +597,16 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
   return updates;
 }
 
-Result<std::vector<nri::CpusetUpdate>> PinningPolicy::PendingPoolUpdates() {
+Status PinningPolicy::RecordSharedPool() {
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
-  if (pool.Empty()) return std::vector<nri::CpusetUpdate>{};
-  if (segment_ != nullptr && (!recorded_pool_ || *recorded_pool_ != pool)) {
-    RETURN_IF_ERROR(Persist({}, {}, pool));
-  }
-  return SharedUpdates(pool, "", /*ignore_failure=*/true);
+  if (pool.Empty() || segment_ == nullptr) return Status();
+  return Persist({}, {}, pool);  // writes nothing when the record already holds it
+}
+
+Result<std::vector<nri::CpusetUpdate>> PinningPolicy::PendingPoolUpdates() {
+  RETURN_IF_ERROR(RecordSharedPool());
+  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  return PoolUpdates(pool, LazyCpus(), "", /*ignore_failure=*/true);
 }
 
 Status PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
@@ -548,6 +623,7 @@ Status PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
     it->second.cpus = *cpus;
     upserts.push_back(&it->second);
   }
+  settled_ = false;  // replies sent meanwhile may have moved these containers again
   return Persist(upserts, {}, std::nullopt);
 }
 

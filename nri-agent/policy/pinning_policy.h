@@ -24,9 +24,16 @@
 //    not verify is re-pinned to the shared pool), removes table entries the runtime no longer
 //    has, and answers updates for every container whose cpuset differs from its placement. The
 //    claims table is never written by this role, so a prepared claim with no container survives.
-//  * Release (widen): PendingPoolUpdates() gives the updates that move running shared
-//    containers to the current pool; the agent pushes them with UpdateContainers when
-//    UnsolicitedUpdatesAllowed() and reports the outcome with UpdatesApplied().
+//  * The shared pool is every allocatable CPU minus every prepared claim's. Its changes reach
+//    running shared containers in replies: CreateContainer of a claim's container shrinks
+//    those on the claim's CPUs; every CreateContainer, UpdateContainer and StopContainer reply
+//    widens those that lack CPUs of the pool (after an Unprepare). A prepared claim whose
+//    container does not run takes nothing from running containers (the lazy shrink), so a
+//    Prepare followed by its Unprepare sends nothing. Each shared container gets at most one
+//    update per pool change (the containers table records what was sent).
+//  * Release (widen) without an event: PendingPoolUpdates() gives the same updates; the agent
+//    pushes them with UpdateContainers when UnsolicitedUpdatesAllowed() and reports the outcome
+//    with UpdatesApplied().
 //
 // Without a segment (the dra-agent has not created it yet): shared containers get the fallback
 // pool (PolicyOptions::fallback_pool minus every CPU any known container's DRA_CPUSET env names);
@@ -108,10 +115,15 @@ class PinningPolicy : public nri::PluginHandler {
   // --- widening (released claims)
   // The current shared pool (from the segment, or the fallback pool without one).
   Result<CpuSet> SharedPool();
-  // Updates moving every running shared container whose cpuset differs from the current pool
-  // to it (ignore_failure set: a container exiting meanwhile must not fail the batch). Also
-  // records the pool in the segment's shared-pool record when it changed. Empty when nothing
-  // differs or the pool is empty (a shared container is never emptied).
+  // Writes the current pool into the segment's shared-pool record when it changed (not when it
+  // is empty or no segment is attached).
+  Status RecordSharedPool();
+  // Updates moving to the current pool every running shared container that lacks one of its
+  // CPUs or has a CPU outside the pool and the lazy CPUs (prepared claims whose container does
+  // not run); ignore_failure set: a container exiting meanwhile must not fail the batch. Also
+  // RecordSharedPool(). Empty when nothing differs or the pool is empty (a shared container is
+  // never emptied). The replies to CreateContainer, UpdateContainer and StopContainer carry the
+  // same updates (and record them as applied); these are for an unsolicited UpdateContainers.
   Result<std::vector<nri::CpusetUpdate>> PendingPoolUpdates();
   // The runtime applied `sent` except `failed`: records the applied cpusets.
   Status UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
@@ -143,8 +155,22 @@ class PinningPolicy : public nri::PluginHandler {
   // Another container (not the same pod uid + name) bound to `claim_uid`, if any.
   const TrackedContainer* OwnerOf(const std::string& claim_uid, const std::string& pod_uid,
                                   const std::string& name) const;
-  std::vector<nri::CpusetUpdate> SharedUpdates(const CpuSet& pool, const std::string& except_id,
-                                               bool ignore_failure) const;
+  // CPUs of claims whose container is not running (none yet, or stopped), treating the
+  // container `extra_busy_id` as running on `extra_busy` (the one being created). Running shared
+  // containers may keep these until that container is created (the lazy shrink).
+  CpuSet LazyCpus(const std::string& extra_busy_id = "", const CpuSet& extra_busy = {}) const;
+  // Updates moving to `pool` every running shared container except `except_id` that lacks a
+  // CPU of the pool or has one outside `pool | lazy`. Empty when the pool is empty.
+  std::vector<nri::CpusetUpdate> PoolUpdates(const CpuSet& pool, const CpuSet& lazy,
+                                             const std::string& except_id,
+                                             bool ignore_failure) const;
+  // PoolUpdates for a reply (the runtime applies them with the reply): records them, with
+  // `also` (may be null) and the pool, in one transaction, and remembers that every running
+  // shared container is settled on `pool` (so the next reply skips the scan).
+  Result<std::vector<nri::CpusetUpdate>> ReplyUpdates(const std::string& except_id,
+                                                      const CpuSet& pool, const CpuSet& lazy,
+                                                      bool ignore_failure,
+                                                      const TrackedContainer* also);
   CpuSet FallbackPool() const;
   // Writes the given containers (upsert), removals and the pool in one transaction.
   Status Persist(const std::vector<const TrackedContainer*>& upserts,
@@ -159,6 +185,12 @@ class PinningPolicy : public nri::PluginHandler {
   // ComputeSharedPool cache, valid while the segment's generation is unchanged.
   uint64_t pool_generation_ = 1;  // odd: never a committed generation
   CpuSet pool_cache_;
+  CpuSet claimed_cache_;  // every claim's CPUs, same generation
+  // Every running shared container satisfied PoolUpdates(settled_pool_, settled_lazy_) after the
+  // last reply; cleared by anything that may move one otherwise.
+  bool settled_ = false;
+  CpuSet settled_pool_;
+  CpuSet settled_lazy_;
   std::optional<CpuSet> recorded_pool_;  // what the shared-pool record last held (ours)
   std::vector<std::string> warnings_;
 };

@@ -233,22 +233,34 @@ TEST_F(PolicyTest, UpdateContainerReassertsOurCpuset) {
   EXPECT_THAT(*unknown, IsEmpty());
 }
 
-// Without unsolicited updates a running shared container keeps an older pool; the answer to its
-// next UpdateContainer (a reply, safe on every runtime) brings it to the current one.
+// A prepared claim without a container takes nothing from running shared containers (the lazy
+// shrink); without unsolicited updates a running shared container keeps an older pool after a
+// release, and the answer to its next UpdateContainer (a reply, safe on every runtime) brings it
+// to the current one.
 TEST_F(PolicyTest, UpdateOfASharedContainerGivesTheCurrentPool) {
   ASSERT_TRUE(Create("s1", "p1", "a").ok());  // pool 0-7
   auto pod = MakePod("p1");
   auto c = MakeContainer("s1", pod, "a");
-  seg_.Prepare(1, Cpus("2-3"));  // the pool shrinks; nobody pushed it to s1
-  auto r = policy_.UpdateContainer(pod, c, {"0-7", ""});
-  ASSERT_TRUE(r.ok());
-  EXPECT_THAT(*r, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-7", ""}, false}));
+  seg_.Prepare(1, Cpus("2-3"));
+  auto lazy = policy_.UpdateContainer(pod, c, {"0-7", ""});
+  ASSERT_TRUE(lazy.ok());
+  EXPECT_THAT(*lazy, IsEmpty());
+  EXPECT_EQ(Recorded("s1")->cpus, Cpus("0-7"));
+  auto reassert = policy_.UpdateContainer(pod, c, {"5", ""});
+  ASSERT_TRUE(reassert.ok());
+  EXPECT_THAT(*reassert, ElementsAre(nri::CpusetUpdate{"s1", {"0-7", ""}, false}));
+  // The claim's container: its creation's reply shrinks s1.
+  auto x = Create("x1", "p2", "main", {ClaimVar(1, "2-3")});
+  ASSERT_TRUE(x.ok());
+  EXPECT_THAT(x->updates, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-7", ""}, false}));
   EXPECT_EQ(Recorded("s1")->cpus, Cpus("0-1,4-7"));
   auto same = policy_.UpdateContainer(pod, c, {"0-1,4-7", ""});
   ASSERT_TRUE(same.ok());
   EXPECT_THAT(*same, IsEmpty());
-  seg_.Release(1);  // the pool widens; again nobody pushed it
-  auto wide = policy_.UpdateContainer(pod, c, {"1", ""});
+  ASSERT_TRUE(
+      policy_.StopContainer(MakePod("p2"), MakeContainer("x1", MakePod("p2"), "main")).ok());
+  seg_.Release(1);  // the pool widens; nobody pushed it
+  auto wide = policy_.UpdateContainer(pod, c, {"", ""});
   ASSERT_TRUE(wide.ok());
   EXPECT_THAT(*wide, ElementsAre(nri::CpusetUpdate{"s1", {"0-7", ""}, false}));
   EXPECT_EQ(Recorded("s1")->cpus, Cpus("0-7"));

@@ -37,6 +37,7 @@ using policy::testing::SegmentPair;
 using ::testing::HasSubstr;
 
 constexpr auto kBound = 30s;
+constexpr auto kCoalesce = 30ms;
 
 CpuSet Cpus(const std::string& list) { return *CpuSet::ParseList(list); }
 
@@ -69,6 +70,7 @@ class NriAgentTest : public ::testing::Test {
     o.segment_wait = 0ms;
     o.segment_poll = 20ms;
     o.heartbeat_interval = 100ms;
+    o.coalesce_window = kCoalesce;
     const std::string socket = socket_;
     o.connect = [socket] { return nri::ConnectNriSocket(socket); };
     o.backoff.initial = 10ms;
@@ -91,6 +93,22 @@ class NriAgentTest : public ::testing::Test {
       if (!s.ok()) return false;
     }
     return true;
+  }
+  // The simulator (reporting `nri_version`; empty: none, as containerd <= 2.1) and the agent on
+  // `seg`, synchronized.
+  bool Up(SegmentPair& seg, const std::string& nri_version,
+          SharedPoolUpdates updates = SharedPoolUpdates::kAuto) {
+    seg.CloseNri();
+    sim::RuntimeOptions rt;
+    rt.nri_version = nri_version;
+    StartSim(seg.dir(), rt);
+    StartAgent(Options(seg.path(), updates));
+    return WaitReady();
+  }
+  // Runs the loop past the agent's coalescing window (what it pushes by itself has gone out).
+  void Settle() {
+    const auto until = std::chrono::steady_clock::now() + 3 * kCoalesce;
+    while (std::chrono::steady_clock::now() < until) ASSERT_TRUE(loop_->RunOnce(5ms).ok());
   }
   bool WaitReady() {
     return RunUntil([&] {
@@ -174,10 +192,7 @@ TEST_F(NriAgentTest, SharedExclusiveShrinkAndRefusals) {
 
 TEST_F(NriAgentTest, EmptyPoolRefused) {
   SegmentPair seg(CpuSet::Range(0, 3));
-  seg.CloseNri();
-  StartSim(seg.dir());
-  StartAgent(Options(seg.path()));
-  ASSERT_TRUE(WaitReady());
+  ASSERT_TRUE(Up(seg, ""));
   ASSERT_TRUE(Create("s1", "p1", "app").ok());
   seg.Prepare(1, Cpus("0-3"));
   Status excl = Create("x1", "p2", "main", {ClaimVar(1, "0-3")});
@@ -192,12 +207,7 @@ TEST_F(NriAgentTest, EmptyPoolRefused) {
 
 TEST_F(NriAgentTest, WidenOnReleaseWhenTheRuntimeIsSafe) {
   SegmentPair seg(CpuSet::Range(0, 7));
-  seg.CloseNri();
-  sim::RuntimeOptions rt;
-  rt.nri_version = "v0.12.1";
-  StartSim(seg.dir(), rt);
-  StartAgent(Options(seg.path()));
-  ASSERT_TRUE(WaitReady());
+  ASSERT_TRUE(Up(seg, "v0.12.1"));
   ASSERT_TRUE(Create("s1", "p1", "a").ok());
   ASSERT_TRUE(Create("s2", "p2", "a").ok());
   seg.Prepare(1, Cpus("4-7"));
@@ -218,32 +228,207 @@ TEST_F(NriAgentTest, WidenOnReleaseWhenTheRuntimeIsSafe) {
   EXPECT_EQ(snap->shared_pool.cpus, CpuSet::Range(0, 7));
 }
 
-TEST_F(NriAgentTest, NeverPushesWhenUpdatesAreOff) {
+TEST_F(NriAgentTest, WidensInRepliesWhenUnsolicitedUpdatesAreOff) {
   SegmentPair seg(CpuSet::Range(0, 7));
-  seg.CloseNri();
-  sim::RuntimeOptions rt;
-  rt.nri_version = "v0.13.0";
-  StartSim(seg.dir(), rt);
-  StartAgent(Options(seg.path(), SharedPoolUpdates::kNever));
-  ASSERT_TRUE(WaitReady());
+  ASSERT_TRUE(Up(seg, "v0.13.0", SharedPoolUpdates::kNever));
   ASSERT_TRUE(Create("s1", "p1", "a").ok());
   seg.Prepare(1, Cpus("4-7"));
   ASSERT_TRUE(Create("x1", "p3", "main", {ClaimVar(1, "4-7")}).ok());
   ASSERT_TRUE(Do([&](auto done) { sim_->RemoveContainer("x1", done); }).ok());
   seg.Release(1);
-  // New shared containers get the wider pool; the running one keeps its cpuset.
+  Settle();
+  EXPECT_EQ(CpusOf("s1"), "0-3");  // nothing unsolicited
+  // The next container event's reply widens it; the new container gets the wider pool.
   ASSERT_TRUE(Create("s2", "p2", "a").ok());
   EXPECT_EQ(CpusOf("s2"), "0-7");
-  EXPECT_EQ(CpusOf("s1"), "0-3");
+  EXPECT_EQ(CpusOf("s1"), "0-7");
   EXPECT_EQ(agent_->update_batches(), 0);
+  EXPECT_EQ(sim_->unsolicited_calls(), 0);
+  EXPECT_EQ(sim_->reply_updates(), 2);  // s1's shrink, then its widening
 }
+
+// containerd 1.7/2.1 as they are (no NRI version in Configure) with the default config: every
+// event that has a reply carries the widening, once per container and release.
+TEST_F(NriAgentTest, DefaultRuntimeWidensByTheNextEvent) {
+  SegmentPair seg(CpuSet::Range(0, 7));
+  ASSERT_TRUE(Up(seg, ""));
+  for (const char* id : {"s1", "s2", "s3"})
+    ASSERT_TRUE(Create(id, std::string("p") + id, "a").ok());
+  seg.Prepare(1, Cpus("6-7"));
+  seg.Prepare(2, Cpus("4-5"));
+  // A prepared claim without a container takes nothing from running containers yet...
+  ASSERT_TRUE(Do([&](auto done) { sim_->UpdateContainer("s3", {"0-7", ""}, done); }).ok());
+  EXPECT_EQ(CpusOf("s1"), "0-7");
+  EXPECT_EQ(sim_->reply_updates(), 0);
+  // ...but new shared containers do not get it, and its container's creation shrinks them all.
+  ASSERT_TRUE(Create("s4", "p4", "a").ok());
+  EXPECT_EQ(CpusOf("s4"), "0-3");
+  ASSERT_TRUE(Create("x1", "px1", "main", {ClaimVar(1, "6-7")}).ok());
+  for (const char* id : {"s1", "s2", "s3", "s4"}) EXPECT_EQ(CpusOf(id), "0-3") << id;
+  EXPECT_EQ(sim_->reply_updates(), 3);
+  ASSERT_TRUE(Create("x2", "px2", "main", {ClaimVar(2, "4-5")}).ok());
+  EXPECT_EQ(sim_->reply_updates(), 3);  // already off claim 2's CPUs
+
+  // The claim's container stops: its CPUs stay out of the pool until the Unprepare.
+  ASSERT_TRUE(Do([&](auto done) { sim_->StopContainer("x1", done); }).ok());
+  EXPECT_EQ(CpusOf("s1"), "0-3");
+  seg.Release(1);
+  Settle();
+  EXPECT_EQ(CpusOf("s1"), "0-3");
+  // Any container's stop widens the running shared ones.
+  ASSERT_TRUE(Do([&](auto done) { sim_->StopContainer("s4", done); }).ok());
+  for (const char* id : {"s1", "s2", "s3"}) EXPECT_EQ(CpusOf(id), "0-3,6-7") << id;
+  EXPECT_EQ(CpusOf("s4"), "0-3");  // stopped: left alone
+  EXPECT_EQ(sim_->reply_updates(), 6);
+  ASSERT_TRUE(Do([&](auto done) { sim_->StopContainer("x2", done); }).ok());
+  seg.Release(2);
+  Settle();
+  // An update of one container carries the others' widening and re-asserts its own.
+  ASSERT_TRUE(Do([&](auto done) { sim_->UpdateContainer("s3", {"0-1", ""}, done); }).ok());
+  for (const char* id : {"s1", "s2", "s3"}) EXPECT_EQ(CpusOf(id), "0-7") << id;
+  EXPECT_EQ(sim_->reply_updates(), 8);
+  EXPECT_EQ(sim_->unsolicited_calls(), 0);
+  EXPECT_EQ(sim_->deadlock(), "");
+  // The containers table records what was applied.
+  auto e = seg.dra()->FindContainer("s1");
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->cpus, CpuSet::Range(0, 7));
+}
+
+// A Prepare and its Unprepare with no container in between: nothing is sent at all.
+TEST_F(NriAgentTest, PrepareAndUnprepareWithoutContainerSendNothing) {
+  SegmentPair seg(CpuSet::Range(0, 7));
+  ASSERT_TRUE(Up(seg, "v0.12.1"));
+  for (const char* id : {"s1", "s2"}) ASSERT_TRUE(Create(id, std::string("p") + id, "a").ok());
+  for (int i = 0; i < 4; ++i) seg.Prepare(i + 1, CpuSet{4 + i});
+  Settle();
+  ASSERT_TRUE(Create("s3", "p3", "a").ok());
+  EXPECT_EQ(CpusOf("s3"), "0-3");
+  for (int i = 0; i < 4; ++i) seg.Release(i + 1);
+  Settle();
+  EXPECT_EQ(CpusOf("s1"), "0-7");
+  EXPECT_EQ(CpusOf("s3"), "0-7");  // created while they were held: widened
+  ASSERT_TRUE(Do([&](auto done) { sim_->StopContainer("s2", done); }).ok());
+  EXPECT_EQ(sim_->reply_updates() + sim_->unsolicited_updates(), 1) << "only s3's widening";
+}
+
+// A burst of releases on a runtime that allows unsolicited updates: one batch, one update per
+// shared container.
+TEST_F(NriAgentTest, UnsolicitedBurstIsCoalesced) {
+  SegmentPair seg(CpuSet::Range(0, 15));
+  ASSERT_TRUE(Up(seg, "v0.12.1"));
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(Create("s" + std::to_string(i), "ps", "a").ok());
+  for (int i = 0; i < 8; ++i) seg.Prepare(i + 1, CpuSet{8 + i});
+  for (int i = 0; i < 8; ++i) {
+    const std::string id = "x" + std::to_string(i);
+    ASSERT_TRUE(Create(id, "p" + id, "main", {ClaimVar(i + 1, std::to_string(8 + i))}).ok());
+  }
+  EXPECT_EQ(sim_->reply_updates(), 6);  // one shrink each, in the first creation's reply
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(Do([&](auto done) { sim_->StopContainer("x" + std::to_string(i), done); }).ok());
+  }
+  for (int i = 0; i < 8; ++i) {
+    seg.Prepare(i + 1, CpuSet{8 + i}, shm::ClaimState::kReleasing);
+    seg.Release(i + 1);
+  }
+  EXPECT_TRUE(RunUntil([&] { return CpusOf("s5") == "0-15"; })) << CpusOf("s5");
+  Settle();
+  EXPECT_EQ(sim_->unsolicited_calls(), 1);
+  EXPECT_EQ(sim_->unsolicited_updates(), 6);
+  EXPECT_EQ(sim_->reply_updates(), 6);
+}
+
+// Kubelet-style CRI updates of shared containers from two callers, back to back, while claims
+// come and go: containerd 1.7/2.1 (no NRI version) deadlock when an unsolicited UpdateContainers
+// meets them (real-runtimes.md), so `always` hangs the runtime and the default never does.
+class ConcurrentUpdatesTest : public NriAgentTest,
+                              public ::testing::WithParamInterface<SharedPoolUpdates> {};
+
+TEST_P(ConcurrentUpdatesTest, AlwaysHangsAnOldRuntimeTheDefaultDoesNot) {
+  const bool always = GetParam() == SharedPoolUpdates::kAlways;
+  SegmentPair seg(CpuSet::Range(0, 7));
+  seg.CloseNri();
+  StartSim(seg.dir());  // containerd 2.1: no NRI version in Configure
+  StartAgent(Options(seg.path(), GetParam()));
+  ASSERT_TRUE(WaitReady());
+  for (const char* id : {"s1", "s2"}) ASSERT_TRUE(Create(id, std::string("p") + id, "a").ok());
+
+  // Two callers updating shared containers, back to back: whenever one update runs, the other
+  // waits for the runtime's NRI lock. Each burst is `n` updates per caller.
+  int completed = 0;
+  auto burst = [&](int n) {
+    auto left = std::make_shared<int>(2 * n);
+    std::function<void(std::string, int)> chain = [&, left](std::string id, int k) {
+      sim_->UpdateContainer(id, {"", ""}, [&, left, id, k](const Status& st) {
+        EXPECT_TRUE(st.ok()) << st.ToString();
+        ++completed;
+        --*left;
+        if (k > 1) chain(id, k - 1);
+      });
+    };
+    chain("s1", n);
+    chain("s2", n);
+    const auto until = std::chrono::steady_clock::now() + 2s;
+    while (*left > 0 && std::chrono::steady_clock::now() < until) {
+      ASSERT_TRUE(loop_->RunOnce(1ms).ok());
+    }
+  };
+  auto op = [&](const std::function<void(sim::RuntimeSimulator::Done)>& f,
+                std::chrono::milliseconds bound = kBound) {
+    auto done = std::make_shared<bool>(false);
+    f([done](const Status& st) {
+      EXPECT_TRUE(st.ok()) << st.ToString();
+      *done = true;
+    });
+    const auto until = std::chrono::steady_clock::now() + bound;
+    while (!*done && std::chrono::steady_clock::now() < until) {
+      if (!loop_->RunOnce(1ms).ok()) break;
+    }
+    return *done;
+  };
+  for (int cycle = 0; cycle < 10 && sim_->deadlock().empty(); ++cycle) {
+    const std::string x = "x" + std::to_string(cycle);
+    seg.Prepare(1, Cpus("6-7"));
+    const nri::Pod pod = MakePod("p" + x);
+    const nri::Container c = MakeContainer(x, pod, "main", {ClaimVar(1, "6-7")});
+    ASSERT_TRUE(op([&](auto done) { sim_->CreateContainer(pod, c, done); }));
+    ASSERT_TRUE(op([&](auto done) { sim_->StopContainer(x, done); }));
+    ASSERT_TRUE(op([&](auto done) { sim_->RemoveContainer(x, done); }));
+    // The Unprepare; then the kubelet resizes while the agent's pushed batch (if any) is on its
+    // way: the first burst starts as soon as the batch is sent, before the runtime reads it.
+    const int batches = agent_->update_batches();
+    seg.Release(1);
+    const auto quiet = std::chrono::steady_clock::now() + 4 * kCoalesce;
+    while (agent_->update_batches() == batches && std::chrono::steady_clock::now() < quiet) {
+      ASSERT_TRUE(loop_->RunOnce(1ms).ok());
+    }
+    burst(5);
+  }
+  if (always) {
+    // The watchdog's view: the runtime is stuck for good, as containerd's goroutine dump shows.
+    EXPECT_THAT(sim_->deadlock(), HasSubstr("waits for the adaptation lock")) << completed;
+    const int before = completed;
+    EXPECT_FALSE(op([&](auto done) { sim_->StopContainer("s1", done); }, 1000ms));
+    EXPECT_EQ(completed, before);
+  } else {
+    EXPECT_EQ(sim_->deadlock(), "");
+    EXPECT_EQ(sim_->unsolicited_calls(), 0);
+    EXPECT_GT(completed, 20);
+    // The replies to those updates widened the shared containers after every release.
+    EXPECT_EQ(CpusOf("s1"), "0-7");
+    EXPECT_EQ(CpusOf("s2"), "0-7");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ConcurrentUpdatesTest,
+                         ::testing::Values(SharedPoolUpdates::kAlways, SharedPoolUpdates::kAuto),
+                         [](const auto& info) {
+                           return std::string(SharedPoolUpdatesName(info.param));
+                         });
 
 TEST_F(NriAgentTest, RuntimeRestartReconnectsAndResyncs) {
   SegmentPair seg(CpuSet::Range(0, 7));
-  seg.CloseNri();
-  StartSim(seg.dir());
-  StartAgent(Options(seg.path()));
-  ASSERT_TRUE(WaitReady());
+  ASSERT_TRUE(Up(seg, ""));
   seg.Prepare(1, Cpus("6-7"));
   ASSERT_TRUE(Create("x1", "p1", "main", {ClaimVar(1, "6-7")}).ok());
   ASSERT_TRUE(Create("s1", "p2", "a").ok());

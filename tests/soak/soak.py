@@ -23,7 +23,8 @@ After every step (docs/soak.md):
   * no CPU is in two running exclusive containers, every running exclusive container's cpuset is
     its claim's CPUs, and no running shared container is on a CPU of a running exclusive one;
   * once the agents settle (a bounded wait on the runtime's state, never a blind sleep): every
-    running shared container's cpuset is the shared pool (allocatable minus the model's claims),
+    running shared container's cpuset holds the shared pool (allocatable minus the model's
+    claims) and beyond it only CPUs of claims whose container does not run (the lazy shrink),
     the nri-agent's published pool is that pool, and the containers table matches the runtime.
 A failure prints the seed, the step number and the step, the recent history and the agents'
 log tails, and exits 1. The end prints one summary line.
@@ -109,10 +110,12 @@ class Soak:
         # read from the sysfs tree.
         self.expected = expected
         # widen: the runtime allows unsolicited updates, so running shared containers follow the
-        # pool at once. Without (--runtime legacy) they only get it when the nri-agent answers
-        # something: a creation on a claim (the shrink carries every shared container), a
-        # Synchronize, their own creation or update. self.synced names what was just brought
-        # to the pool: "all", or a set of container ids.
+        # pool by themselves. Without (--runtime legacy) they get it when the nri-agent answers
+        # an event: every CreateContainer, UpdateContainer and StopContainer reply carries the
+        # updates of all running shared containers, and so does a Synchronize. self.synced names
+        # what was just brought to the pool: "all", or a set of container ids. Either way a
+        # shared container may keep the CPUs of a prepared claim whose container does not run
+        # (the lazy shrink: the claim's container creation moves it off them).
         self.widen = widen
         self.synced = set()
         self.seed = seed
@@ -197,6 +200,16 @@ class Soak:
 
     def expected_pool(self, dump):
         return cpulist(dump["cpus"]["allocatable"]) - self.held()
+
+    def lazy(self):
+        """CPUs of prepared claims whose container does not run: running shared containers may
+        keep them until that container is created."""
+        busy = {c.claim for c in self.running(True)}
+        out = set()
+        for uid, c in self.claims.items():
+            if uid not in busy:
+                out |= c.cpus
+        return out
 
     def device_used(self, device):
         return sum(c.count for c in self.claims.values() if c.device == device)
@@ -466,7 +479,7 @@ class Soak:
         if self.outage != "outage_nri" and cpulist(r["cpus"]) != pool:
             raise Fail("create shared %s: got %s, the pool is %s" % (c.cid, r["cpus"], fmt(pool)))
         self.containers[c.cid] = c
-        self.mark(c.cid)
+        self.mark_all()
         return "create shared %s -> %s" % (c.cid, r["cpus"])
 
     def step_update(self):
@@ -476,8 +489,7 @@ class Soak:
         r = self.node.update(c.cid, ask)
         if not r["ok"]:
             raise Fail("update %s to %s: %s" % (c.cid, fmt(ask), r.get("error")))
-        if self.outage != "outage_nri":
-            self.mark(c.cid)
+        self.mark_all()
         return "update %s (%s) asking %s" % (c.cid, "exclusive" if c.claim else "shared", fmt(ask))
 
     def step_stop(self):
@@ -486,6 +498,7 @@ class Soak:
         if not r["ok"]:
             raise Fail("stop %s: %s" % (c.cid, r.get("error")))
         c.state = "stopped"
+        self.mark_all()
         return "stop %s%s" % (c.cid, " (claim %s)" % c.claim[-4:] if c.claim else "")
 
     def step_remove(self):
@@ -541,6 +554,11 @@ class Soak:
     def mark(self, cid):
         if self.synced != "all":
             self.synced.add(cid)
+
+    def mark_all(self):
+        """The nri-agent answered an event: its reply settled every running shared container."""
+        if self.outage != "outage_nri":
+            self.synced = "all"
 
     def step_kill_nri(self):
         self.node.kill_nri_agent(signal.SIGKILL)
@@ -636,18 +654,22 @@ class Soak:
                            (c.cid, fmt(both), sorted({owner[x] for x in both})))
 
         pool = self.expected_pool(dump)
+        allowed = pool | self.lazy()
         shared = [c.cid for c in self.running(False)]
         last = {}
+
+        def on_pool(cpus):
+            return pool <= cpus <= allowed
 
         def settled():
             d = self.node.shm_dump()
             live = self.node.containers()
             if self.widen:
-                bad = {cid: fmt(live[cid]["cpus"]) for cid in shared if live[cid]["cpus"] != pool}
+                bad = {cid: fmt(live[cid]["cpus"]) for cid in shared if not on_pool(live[cid]["cpus"])}
             else:  # the pool if just synced, else an older pool: within allocatable, not empty
                 alloc = cpulist(d["cpus"]["allocatable"])
                 bad = {cid: fmt(live[cid]["cpus"]) for cid in shared
-                       if (live[cid]["cpus"] != pool if self.synced == "all" or cid in self.synced
+                       if (not on_pool(live[cid]["cpus"]) if self.synced == "all" or cid in self.synced
                            else not live[cid]["cpus"] or not live[cid]["cpus"] <= alloc)}
             published = cpulist(d["cpus"]["sharedPool"]) if d["cpus"]["sharedPoolPublished"] else None
             table = {c["id"]: cpulist(c["cpus"]) for c in d["containers"]}
