@@ -27,6 +27,7 @@
 #include "nri-agent/policy/pinning_policy.h"
 #include "shm-schema/segment.h"
 #include "tests/bench/kubelet_like_container.h"
+#include "tests/bench/ttrpc_echo_baseline.h"
 #include "tests/testing/temp_dir.h"
 
 namespace dracpu {
@@ -34,8 +35,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-constexpr char kService[] = "bench.Echo";
 
 // This thread's CPU time in ns. Both sides of the call run on this thread (one loop), so it is
 // the call's CPU cost without the waits a loaded machine adds to wall time.
@@ -157,29 +156,7 @@ struct Harness {
   }
 
   // Echo of a small message over its own trunk on the same loop.
-  double EchoBaselineNs() {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) std::abort();
-    auto a = mux::TtrpcPeer::ForPlugin(*loop, UniqueFd(sv[0]), nullptr);
-    auto b = mux::TtrpcPeer::ForRuntime(*loop, UniqueFd(sv[1]), nullptr);
-    Check(a.status());
-    Check(b.status());
-    (*a)->server().Register(
-        kService, "Echo",
-        [](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) { done(std::move(p)); });
-    constexpr int kRounds = 5000;
-    const std::string payload(256, 'e');
-    const auto start = Clock::now();
-    for (int i = 0; i < kRounds; ++i) {
-      bool done = false;
-      (*b)->client().Call(kService, "Echo", payload, 2s, [&](Result<std::string> r) {
-        Check(r.status());
-        done = true;
-      });
-      while (!done) Check(loop->RunOnce(1s));
-    }
-    return std::chrono::duration<double, std::nano>(Clock::now() - start).count() / kRounds;
-  }
+  double EchoBaselineNs() { return bench::TtrpcEchoNs(*loop, 5000); }
 };
 
 std::string CreateRequest(const nri::Pod& pod, const nri::Container& c) {
