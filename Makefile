@@ -11,7 +11,7 @@ DEB_PACKAGES := g++ meson ninja-build pkg-config python3 python3-yaml \
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test asan bench demo soak format format-check clean
+.PHONY: all deps build test asan bench demo soak e2e-real format format-check clean
 
 all: build
 
@@ -53,8 +53,10 @@ bench: build
 	meson test -C $(BUILD) --benchmark --verbose
 
 # MACHINE=<corpus machine> shows a real machine of ../shared/sysfs-corpus; SYSFS_ROOT=<dir> any tree.
+# RUNTIME=containerd: the story on real containerd from the real-runtime suite's chroot (root).
 demo: build
-	@MACHINE="$(MACHINE)" SYSFS_ROOT="$(SYSFS_ROOT)" tests/demo/demo.sh $(BUILD)
+	@$(if $(filter containerd,$(RUNTIME)),$(MAKE) --no-print-directory DEB_PACKAGES="$(REALRT_PACKAGES)" deps)
+	@MACHINE="$(MACHINE)" SYSFS_ROOT="$(SYSFS_ROOT)" RUNTIME="$(RUNTIME)" tests/demo/demo.sh $(BUILD)
 
 # The fault-injection soak (docs/soak.md): a seeded random walk on one simulated node with both
 # agents; on a failure it prints the seed, the step and the replay command. MACHINE as for demo;
@@ -65,6 +67,16 @@ soak: build
 	@DRACPU_SHARED_DIR="$${DRACPU_SHARED_DIR:-$(CURDIR)/../shared}" python3 tests/soak/soak.py $(BUILD) \
 	  --seed $(SEED) --steps $(STEPS) $(if $(MACHINE),--machine $(MACHINE)) $(if $(RUNTIME),--runtime $(RUNTIME)) \
 	  || { rc=$$?; [ $$rc = 77 ] || echo "make soak: FAILED with SEED=$(SEED) STEPS=$(STEPS)"; exit $$rc; }
+
+# The real-runtime suite (tests/realrt, docs/real-runtimes.md): containerd 1.7.24 (trixie) and
+# 2.1.9 (sid) from Debian chroots in $DRACPU_REALRT_CACHE (default /var/cache/dracpu-realrt,
+# made by debootstrap on the first run, reused after), driven through CRI. Root; needs Debian's
+# mirror the first time. SUITE=trixie|sid runs one.
+REALRT_PACKAGES := debootstrap python3-grpcio python3-grpc-tools
+e2e-real: build
+	@$(MAKE) --no-print-directory DEB_PACKAGES="$(REALRT_PACKAGES)" deps
+	@/usr/bin/python3 tests/realrt/realrt.py $(BUILD) --junit $(BUILD)/meson-logs/realrt.junit.xml \
+	  $(if $(SUITE),--suite $(SUITE))
 
 # clang-format (the tree's .clang-format, Google base) over every tracked C++ file: `format`
 # rewrites them, `format-check` fails on the first file it would change (run by .ci/run).

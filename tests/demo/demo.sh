@@ -4,8 +4,15 @@
 #   make demo MACHINE=<name>       a recorded machine of ../shared/sysfs-corpus, extracted into the
 #                                  demo's temp dir (removed on exit, Ctrl-C or SIGTERM)
 #   make demo SYSFS_ROOT=<dir>     any tree holding <dir>/sys/...
+#   make demo RUNTIME=containerd   the same story on real containerd (tests/demo/containerd_demo.py;
+#                                  root, this machine's sysfs; RUNTIME_SUITE=trixie for 1.7.24)
 set -euo pipefail
 build=${1:-build}
+case "${RUNTIME:-}" in
+  "" | sim) ;;
+  containerd) exec /usr/bin/python3 "$(dirname "$0")/containerd_demo.py" "$build" ;;
+  *) echo "demo: RUNTIME is sim (default) or containerd, not \"$RUNTIME\"" >&2; exit 2 ;;
+esac
 machine=${MACHINE:-}
 if [ -n "$machine" ] && [ -n "${SYSFS_ROOT:-}" ]; then
   echo "demo: give MACHINE or SYSFS_ROOT, not both" >&2
