@@ -260,10 +260,23 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
                                                                    bool ignore_failure,
                                                                    const TrackedContainer* also) {
   std::vector<nri::CpusetUpdate> updates;
-  // Settled containers stay settled while the pool is the same and the lazy CPUs did not lose
-  // any (they only gain some when a claim's container stops).
-  const bool scan = !(settled_ && settled_pool_ == pool && settled_lazy_.IsSubsetOf(lazy));
-  if (scan) updates = PoolUpdates(pool, lazy, except_id, ignore_failure);
+  // Settled containers stay settled while the pool is the same and the lazy CPUs lost none
+  // (they only gain some when a claim's container stops). When they lost some (a claim's
+  // container is created), only the containers on those CPUs move: one check each.
+  const bool same_pool = settled_ && settled_pool_ == pool;
+  const CpuSet lost = settled_lazy_ - lazy;
+  const bool scan = !same_pool || !lost.Empty();
+  if (!same_pool) {
+    updates = PoolUpdates(pool, lazy, except_id, ignore_failure);
+  } else if (!lost.Empty()) {
+    const std::string list = pool.ToListString();
+    for (const auto& [id, t] : containers_) {
+      if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
+      if (t.cpus.Intersects(lost)) {
+        updates.push_back(nri::CpusetUpdate{id, nri::Cpuset{list, ""}, ignore_failure});
+      }
+    }
+  }
   std::vector<TrackedContainer> moved;
   moved.reserve(updates.size());
   for (const auto& u : updates) {
