@@ -202,8 +202,22 @@ Result<std::unique_ptr<Segment>> Segment::OpenExisting(const std::string& path,
     }
   } else if (Status st = seg->Validate(); !st.ok()) {
     return invalid(st);
+  } else if (options.reader_waits) {
+    // Best effort (see OpenOptions::reader_waits): without it the reader re-checks on a timer.
+    // The page must be of the very file mapped (a rebuild may have replaced the path since).
+    Result<ShmFile> page = ShmFile::Open(path, /*writable=*/true);
+    if (page.ok() && page->dev() == seg->file_.dev() && page->ino() == seg->file_.ino() &&
+        page->Map(kHeaderBytes).ok()) {
+      seg->waiter_page_ = std::move(page).value();
+    }
   }
   return seg;
+}
+
+uint32_t* Segment::WaitersWord() const {
+  if (file_.writable()) return &header()->waiters;
+  if (waiter_page_.data() == nullptr) return nullptr;
+  return &static_cast<SegmentHeader*>(waiter_page_.data())->waiters;
 }
 
 Status Segment::Validate() const {

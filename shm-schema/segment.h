@@ -35,6 +35,7 @@
 // never becomes visible.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -86,6 +87,14 @@ struct OpenOptions {
   // holds the reason and the caller repopulates it from the durable sources), false to fail
   // Open with that Status. Only the dra-agent role may rebuild. Unset: fail.
   std::function<bool(const Status& why)> rebuild;
+  // Role::kReader only: also open the file read-write and map its first page writable, used for
+  // nothing but counting this reader in the header's `waiters` word, so that WaitForChange
+  // sleeps until a writer's FUTEX_WAKE instead of re-checking every 20 ms (dracpu-shm --watch).
+  // Every read stays on the read-only mapping. When the file cannot be opened read-write
+  // (permissions, a read-only mount) Open still succeeds and WaitForChange re-checks as without
+  // it. A reader killed while waiting leaves the count one too high: writers then make one
+  // needless FUTEX_WAKE per commit, nothing worse.
+  bool reader_waits = false;
   // Seams: /proc/self/ns/pid inode and the boot id. Unset: read from /proc.
   std::function<Result<uint64_t>()> pid_namespace_inode;
   std::function<Result<std::string>()> boot_id;
@@ -185,9 +194,15 @@ class Segment {
       std::string_view id,
       std::chrono::milliseconds timeout = std::chrono::milliseconds(1000)) const;
   // Blocks until the generation is even and differs from `seen`, or `timeout` passes
-  // (DEADLINE_EXCEEDED). Returns the new generation. A read-only mapping cannot register as a
-  // waiter, so there it re-checks every 20 ms instead of relying on the writer's wake.
-  Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout) const;
+  // (DEADLINE_EXCEEDED), or `*cancel` is true after a wake-up (CANCELLED; a signal handler that
+  // sets it interrupts the wait when installed without SA_RESTART). Returns the new generation.
+  // A reader opened without reader_waits cannot register as a waiter, so it re-checks every
+  // 20 ms instead of relying on the writer's wake.
+  Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
+                                 const std::atomic<bool>* cancel = nullptr) const;
+  // Whether WaitForChange sleeps until a writer's wake (a writer, or a reader with reader_waits
+  // whose read-write open succeeded).
+  bool wakes_on_change() const { return WaitersWord() != nullptr; }
   // Whether the other role's agent process is alive (holds its role lock).
   Result<bool> RoleLive(Role role) const;
   // Liveness and heartbeat age of an agent role (e.g. the dra-agent's health check of the
@@ -221,11 +236,14 @@ class Segment {
   void RebuildContainersIndexLocked();
 
   SegmentHeader* header() const { return static_cast<SegmentHeader*>(file_.data()); }
+  // The header's waiters word through a writable mapping; nullptr for a plain reader.
+  uint32_t* WaitersWord() const;
   uint8_t* base() const { return static_cast<uint8_t*>(file_.data()); }
 
   std::string path_;
   Role role_ = Role::kReader;
   ShmFile file_;
+  ShmFile waiter_page_;  // reader_waits: the first page, mapped writable
   SegmentIdentity identity_;
   TableDescriptor claims_desc_{};  // validated local copies
   TableDescriptor containers_desc_{};

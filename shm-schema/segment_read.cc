@@ -152,16 +152,22 @@ Result<std::optional<ContainerEntry>> Segment::FindContainer(
                      &ContainerEntry::container_id, timeout, path_);
 }
 
-Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout) const {
+Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
+                                        const std::atomic<bool>* cancel) const {
   SegmentHeader* h = header();
   const auto deadline = Clock::now() + timeout;
-  const bool registered = file_.writable();
-  if (registered) Waiters(h).fetch_add(1, std::memory_order_seq_cst);
+  uint32_t* waiters = WaitersWord();
+  const bool registered = waiters != nullptr;
+  if (registered) std::atomic_ref<uint32_t>(*waiters).fetch_add(1, std::memory_order_seq_cst);
   Result<uint64_t> result = DeadlineExceededError("");
   for (;;) {
     const uint64_t g = Gen(h).load(std::memory_order_seq_cst);
     if ((g & 1) == 0 && g != seen) {
       result = g;
+      break;
+    }
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      result = Status(StatusCode::kCancelled, "segment " + path_ + ": wait for a change cancelled");
       break;
     }
     const auto left = deadline - Clock::now();
@@ -180,7 +186,7 @@ Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds 
       break;
     }
   }
-  if (registered) Waiters(h).fetch_sub(1, std::memory_order_seq_cst);
+  if (registered) std::atomic_ref<uint32_t>(*waiters).fetch_sub(1, std::memory_order_seq_cst);
   return result;
 }
 

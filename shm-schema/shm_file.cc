@@ -64,13 +64,14 @@ Result<ShmFile> ShmFile::CreateExclusive(const std::string& path, uint64_t size)
   return f;
 }
 
-Status ShmFile::Map() {
+Status ShmFile::Map(uint64_t bytes) {
   if (size_ == 0) return InvalidArgumentError("cannot map an empty file");
+  const uint64_t length = bytes == 0 || bytes > size_ ? size_ : bytes;
   const int prot = PROT_READ | (writable_ ? PROT_WRITE : 0);
-  void* p = ::mmap(nullptr, size_, prot, MAP_SHARED, fd_.get(), 0);
-  if (p == MAP_FAILED) return ErrnoStatus("mmap " + std::to_string(size_) + " bytes", errno);
+  void* p = ::mmap(nullptr, length, prot, MAP_SHARED, fd_.get(), 0);
+  if (p == MAP_FAILED) return ErrnoStatus("mmap " + std::to_string(length) + " bytes", errno);
   data_ = p;
-  mapped_ = size_;
+  mapped_ = length;
   return Status::Ok();
 }
 

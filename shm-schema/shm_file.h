@@ -33,8 +33,9 @@ class ShmFile {
   // Creates `path` exclusively with mode 0600 (whatever the umask) and size `size` (zeros).
   static Result<ShmFile> CreateExclusive(const std::string& path, uint64_t size);
 
-  // Maps the whole file (MAP_SHARED; PROT_READ, plus PROT_WRITE when opened writable).
-  Status Map();
+  // Maps the file (MAP_SHARED; PROT_READ, plus PROT_WRITE when opened writable): its first
+  // `bytes` bytes, or all of it when `bytes` is 0 or more than the file holds.
+  Status Map(uint64_t bytes = 0);
 
   int fd() const { return fd_.get(); }
   bool writable() const { return writable_; }
