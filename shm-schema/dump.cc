@@ -38,6 +38,23 @@ bool Published(uint64_t t, uint64_t sum) { return t != 0 || sum != 0; }
 
 }  // namespace
 
+DumpContext ReadDumpContext(const Segment& seg) {
+  DumpContext ctx;
+  ctx.path = seg.path();
+  ctx.now_realtime_ns = RealtimeNs();
+  for (int r = 0; r < kAgentRoles; ++r) {
+    const Result<AgentStatus> st = seg.GetAgentStatus(static_cast<Role>(r));
+    if (!st.ok()) continue;
+    AgentLiveness& l = ctx.agents[r];
+    l.attached = st->attached;
+    l.live = st->live;
+    if (st->heartbeat_age) {
+      l.heartbeat_age_s = static_cast<double>(st->heartbeat_age->count()) / 1e9;
+    }
+  }
+  return ctx;
+}
+
 std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
   std::string out;
   char line[512];

@@ -21,6 +21,9 @@ struct DumpContext {
   uint64_t now_realtime_ns = 0;
 };
 
+// The context of `segment` now: its path, each agent's liveness, the time.
+DumpContext ReadDumpContext(const Segment& segment);
+
 std::string FormatText(const Snapshot& snapshot, const DumpContext& context);
 std::string FormatJson(const Snapshot& snapshot, const DumpContext& context);
 

@@ -1,5 +1,6 @@
 // dracpu-shm (exec'd as operators run it): dump as a table and as JSON, --watch, verify passing
-// and failing, and its exit codes for a missing file and bad flags.
+// and failing, and its exit codes for a missing file and bad flags (map's too; the map itself:
+// shm_map_tool_test.cc).
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -227,6 +228,17 @@ INSTANTIATE_TEST_SUITE_P(
                   "no segment at /nonexistent/state.v1.shm"},
         UsageCase{"MissingFileVerify",
                   {"verify", "--path", "/nonexistent/state.v1.shm"},
+                  2,
+                  "no segment at /nonexistent/state.v1.shm"},
+        UsageCase{"MapBadFormat", {"map", "--format", "png"}, 2, "--format must be text or svg"},
+        UsageCase{"MapBadView", {"map", "--view=cpus"}, 2, "--view must be auto, threads or cores"},
+        UsageCase{"MapBadColor", {"map", "--color", "yes"}, 2, "--color must be auto, always"},
+        UsageCase{"MapNarrowWidth", {"map", "--width", "20"}, 2, "--width must be a number"},
+        UsageCase{"MapWidthNeedsValue", {"map", "--width"}, 2, "--width needs a value"},
+        UsageCase{"MapEmptySysfsRoot", {"map", "--sysfs-root="}, 2, "--sysfs-root is empty"},
+        UsageCase{"DumpHasNoView", {"dump", "--view", "cores"}, 2, "unknown flag \"--view\""},
+        UsageCase{"MissingFileMap",
+                  {"map", "--path", "/nonexistent/state.v1.shm"},
                   2,
                   "no segment at /nonexistent/state.v1.shm"}),
     [](const ::testing::TestParamInfo<UsageCase>& info) { return info.param.name; });
