@@ -1,11 +1,16 @@
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 
+#include <optional>
 #include <ostream>
 
 #include "common/file_system.h"
 #include "common/topology_discovery.h"
 #include "dra-agent/diagnostics/topology_report.h"
 #include "dracpu_version.h"
+#include "shm-schema/dump.h"
+#include "shm-schema/map_text.h"
+#include "shm-schema/node_map.h"
+#include "shm-schema/segment.h"
 
 namespace dracpu::dra {
 namespace {
@@ -14,15 +19,20 @@ enum class Format { kYaml, kJson, kSummary };
 
 constexpr char kUsage[] =
     "usage: dracpu-dra-agent gatherinfo [--sysfs-root DIR] [--format yaml|json|summary] "
-    "[--no-pcie]\n"
+    "[--no-pcie] [--shm-path P] [--no-map]\n"
     "  --sysfs-root DIR  read DIR/sys/... (default /)\n"
     "  --format F        yaml (default), json, or summary (a short table for people)\n"
-    "  --no-pcie         do not read PCIe root complexes\n";
+    "  --no-pcie         do not read PCIe root complexes\n"
+    "  --shm-path P      the segment whose CPU owners the node map shows\n"
+    "                    (default /run/dracpu/state.v<MAJOR>.shm)\n"
+    "  --no-map          leave the node map (dracpu-shm map) out of the report\n";
 
 struct Flags {
   std::string sysfs_root = "/";
   Format format = Format::kYaml;
   bool pcie = true;
+  bool map = true;
+  std::string shm_path = shm::DefaultSegmentPath();
   bool help = false;
 };
 
@@ -70,12 +80,49 @@ bool ParseFlags(const std::vector<std::string>& args, Flags& flags, std::string&
       }
     } else if (arg == "--no-pcie" && !has_value) {
       flags.pcie = false;
+    } else if (arg == "--no-map" && !has_value) {
+      flags.map = false;
+    } else if (arg == "--shm-path") {
+      if (!take_value()) return false;
+      if (value.empty()) {
+        error = "--shm-path must not be empty";
+        return false;
+      }
+      flags.shm_path = value;
     } else {
       error = "unknown argument \"" + args[i] + "\"";
       return false;
     }
   }
   return true;
+}
+
+// The text node map over `topo`, with the owners the segment at `path` records (a note says why
+// they are unknown when it cannot be read).
+std::string NodeMapText(const CpuTopology& topo, const std::string& path) {
+  shm::OpenOptions opts;
+  opts.role = shm::Role::kReader;
+  Result<std::unique_ptr<shm::Segment>> seg = shm::Segment::Open(path, opts);
+  std::optional<shm::Snapshot> snap;
+  std::string why;
+  if (seg.ok()) {
+    shm::SnapshotOptions so;
+    so.allow_inconsistent = true;
+    Result<shm::Snapshot> s = (*seg)->ReadSnapshot(so);
+    if (s.ok()) {
+      snap = std::move(s).value();
+    } else {
+      why = s.status().ToString();
+    }
+  } else {
+    why = seg.status().code() == StatusCode::kNotFound ? "no segment at " + path
+                                                       : seg.status().ToString();
+  }
+  shm::DumpContext ctx;
+  if (snap) ctx = shm::ReadDumpContext(**seg);
+  shm::NodeMap map = shm::BuildNodeMap(topo, snap ? &*snap : nullptr, snap ? &ctx : nullptr);
+  if (!why.empty()) map.notes.push_back(why + " (--shm-path)");
+  return shm::RenderMapText(map, {});
 }
 
 }  // namespace
@@ -103,7 +150,8 @@ int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
     io.err << "gatherinfo: " << topo.status().ToString() << "\n";
     return kExitFailed;
   }
-  const ReportHeader header{std::string("dracpu-dra-agent ") + DRACPU_VERSION, flags.sysfs_root};
+  ReportHeader header{std::string("dracpu-dra-agent ") + DRACPU_VERSION, flags.sysfs_root, ""};
+  if (flags.map) header.node_map = NodeMapText(*topo, flags.shm_path);
   switch (flags.format) {
     case Format::kJson:
       io.out << RenderTopologyJson(*topo, header);

@@ -2,8 +2,12 @@
 // it (dra-agent/diagnostics/topology_report.h has the key contract).
 //
 // Flags: --sysfs-root DIR (default "/": reads DIR/sys/...), --format yaml|json|summary (default
-// yaml), --no-pcie (skip PCIe roots), -h/--help. Exit codes: 0 printed; 1 discovery failed (the
-// message names the file and the reason); 2 bad flags (message + usage on err).
+// yaml), --no-pcie (skip PCIe roots), --shm-path P (the segment whose owners the node map shows;
+// default /run/dracpu/state.v<MAJOR>.shm), --no-map (leave the node map out), -h/--help.
+// The report ends with the text node map of `dracpu-shm map` (key nodeMap): the owners come
+// from the segment when it can be read, else the map says why and marks them unknown.
+// Exit codes: 0 printed; 1 discovery failed (the message names the file and the reason); 2 bad
+// flags (message + usage on err).
 #pragma once
 
 #include <string>

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <sstream>
+#include <string_view>
 
 namespace dracpu::dra {
 namespace {
@@ -132,6 +133,7 @@ class TreeBuilder {
     Value warnings(rapidjson::kArrayType);
     for (const std::string& w : topo.warnings) Push(warnings, Str(w));
     Add(root, "warnings", std::move(warnings));
+    if (!header.node_map.empty()) Add(root, "nodeMap", header.node_map);
   }
 
  private:
@@ -159,7 +161,9 @@ void EmitYaml(const Value& v, YAML::Emitter& out) {
     for (const auto& e : v.GetArray()) EmitYaml(e, out);
     out << YAML::EndSeq;
   } else if (v.IsString()) {
-    out << YAML::DoubleQuoted << v.GetString();
+    // The node map is many lines: a literal block keeps it readable.
+    const bool lines = std::string_view(v.GetString()).find('\n') != std::string_view::npos;
+    out << (lines ? YAML::Literal : YAML::DoubleQuoted) << v.GetString();
   } else if (v.IsBool()) {
     out << YAML::TrueFalseBool << v.GetBool();
   } else if (v.IsInt()) {
@@ -270,6 +274,7 @@ std::string RenderTopologySummary(const CpuTopology& topo, const ReportHeader& h
   os << "  Warnings  " << (topo.warnings.empty() ? "none" : std::to_string(topo.warnings.size()))
      << "\n";
   for (const std::string& w : topo.warnings) os << "    - " << w << "\n";
+  if (!header.node_map.empty()) os << "\nNode map (dracpu-shm map)\n" << header.node_map;
   return os.str();
 }
 

@@ -3,7 +3,8 @@
 //   layoutVersion, toolVersion, sysfsRoot, warnings,
 //   topology{online, offline, present, possible, isolated, smtEnabled, smtControl,
 //            threadsPerCore, threadsPerCoreValues, packages, dies, clusters, numaNodes,
-//            l3Caches, l2Caches, cores, cpus, pcieRoots}
+//            l3Caches, l2Caches, cores, cpus, pcieRoots},
+//   nodeMap (when given: the text of `dracpu-shm map`, plain, 80 columns)
 // CPU sets are canonical Linux list strings; -1 means "none" (no NUMA node, no L3, ...).
 //
 // Thread safety: pure functions.
@@ -19,6 +20,7 @@ namespace dracpu::dra {
 struct ReportHeader {
   std::string tool_version;  // "dracpu-dra-agent 0.1.0"
   std::string sysfs_root;    // as given on the command line
+  std::string node_map;      // the text node map; "" leaves it out of the report
 };
 
 std::string RenderTopologyJson(const CpuTopology& topo, const ReportHeader& header);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "dra-agent/diagnostics/gatherinfo_command.h"
+#include "shm-schema/segment.h"
+#include "shm-schema/shm_test_util.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/sysfs_fixture.h"
@@ -172,6 +174,52 @@ TEST(GatherInfo, SummaryIsReadable) {
   EXPECT_THAT(r.out, HasSubstr("online 0-7 (8)"));
   EXPECT_THAT(r.out, HasSubstr("Packages  2"));
   EXPECT_THAT(r.out, HasSubstr("node1 overlaps CPUs of another node"));
+}
+
+// The report ends with the node map of dracpu-shm map: with the owners from a segment, or, when
+// there is none, the topology with the owners unknown and the reason; --no-map leaves it out.
+TEST(GatherInfo, IncludesTheNodeMap) {
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  auto tree = testing::ExtractCorpusMachine(shared, "intel-skylake-sp-2s-ht-pci");
+  ASSERT_THAT(tree, IsOk());
+  shm::testing::TempDir dir;
+  const std::string seg_path = dir.File(shm::SegmentFileName());
+  auto seg = shm::Segment::Open(seg_path, shm::testing::TestOptions(shm::Role::kDraAgent));
+  ASSERT_THAT(seg, IsOk());
+  {
+    Result<shm::WriteTransaction> txn = (*seg)->Begin();
+    ASSERT_THAT(txn, IsOk());
+    shm::TopologySummary topo{};
+    topo.online = CpuSet::Range(0, 31);
+    topo.allocatable = topo.online;
+    ASSERT_THAT(txn->SetTopology(topo), IsOk());
+    ASSERT_THAT(txn->UpsertClaim(shm::testing::TestClaim(1, CpuSet{8, 9, 24, 25})), IsOk());
+  }
+  const CommandRun r = Gather(
+      {"--sysfs-root", (*tree)->path(), "--format", "json", "--no-pcie", "--shm-path", seg_path});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const rapidjson::Document doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.HasMember("nodeMap"));
+  const std::string map = doc["nodeMap"].GetString();
+  EXPECT_THAT(map, HasSubstr("┌─ socket 1 · NUMA node 1 · L3 1 ─"));
+  EXPECT_THAT(map, HasSubstr("│ AA AA .. .. .. .. .. .."));
+  EXPECT_THAT(map, HasSubstr("A  claim ns/claim-1  4 CPUs: 8-9,24-25"));
+  EXPECT_THAT(map, ::testing::Not(HasSubstr("\x1b[")));
+
+  const CommandRun none = Gather({"--sysfs-root", (*tree)->path(), "--format", "summary",
+                                  "--shm-path", "/nonexistent/state.v1.shm"});
+  ASSERT_EQ(none.code, kExitOk) << none.err;
+  EXPECT_THAT(none.out, HasSubstr("Node map (dracpu-shm map)"));
+  EXPECT_THAT(none.out, HasSubstr("?  unknown  32 CPUs: 0-31  no segment: owner unknown"));
+  EXPECT_THAT(none.out, HasSubstr("note: no segment at /nonexistent/state.v1.shm (--shm-path)"));
+
+  const CommandRun yaml = Gather({"--sysfs-root", (*tree)->path(), "--shm-path", seg_path});
+  ASSERT_EQ(yaml.code, kExitOk) << yaml.err;
+  EXPECT_EQ(YAML::Load(yaml.out)["nodeMap"].as<std::string>(), map);
+
+  const CommandRun off = Gather({"--sysfs-root", (*tree)->path(), "--format", "json", "--no-map"});
+  ASSERT_EQ(off.code, kExitOk) << off.err;
+  EXPECT_FALSE(ParseJson(off.out).HasMember("nodeMap"));
 }
 
 }  // namespace
