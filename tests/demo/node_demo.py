@@ -22,6 +22,7 @@ Usage: node_demo.py BUILD_DIR (--sysfs-root DIR | --machine NAME)
 import ctypes
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -101,9 +102,19 @@ class Demo:
         return os.path.join(self.build, rel)
 
     def gatherinfo(self, fmt_):
+        # Before the node runs there is no segment: the node map is shown once claims are pinned.
         return subprocess.run([self.bin("dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root",
-                               self.node.sysfs_root, "--format", fmt_],
+                               self.node.sysfs_root, "--format", fmt_, "--no-map"],
                               capture_output=True, text=True, check=True).stdout
+
+    def show_map(self):
+        """dracpu-shm map of the node: coloured on a terminal, plain otherwise."""
+        tty = sys.stdout.isatty()
+        width = shutil.get_terminal_size((80, 24)).columns if tty else 80
+        print(subprocess.run([self.bin("shm-schema/dracpu-shm"), "map", "--path", self.node.shm_path,
+                              "--sysfs-root", self.node.sysfs_root, "--width", str(max(40, width)),
+                              "--color", "always" if tty and not os.environ.get("NO_COLOR") else "never"],
+                             capture_output=True, text=True).stdout.rstrip())
 
     def sleeper(self, cid):
         if not self.pinning:
@@ -342,6 +353,9 @@ class Demo:
         say("6. dracpu-shm dump: the live state both agents share")
         print(subprocess.run([self.bin("shm-schema/dracpu-shm"), "dump", "--path", n.shm_path],
                              capture_output=True, text=True).stdout.rstrip())
+        if not deferred_b:
+            say("6b. dracpu-shm map: who holds which CPU, both claims pinned")
+            self.show_map()
 
         say("7. SIGKILL the nri-agent, restart it: state intact")
         cs_before = n.containers()
@@ -384,6 +398,8 @@ class Demo:
             pool = n.shared_pool()
             print("shared pool: %s (%s)" % (fmt(pool), ncpus(len(pool))))
             self.show_containers()
+            print()
+            self.show_map()
         n.stop("app-b")
         n.remove("app-b")
         self.end_sleeper("app-b")
