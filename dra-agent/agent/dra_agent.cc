@@ -165,6 +165,15 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
                                          "ResourceSlices published by the last successful sync.");
   slice_sync_errors_ =
       &metrics_.AddCounter("dracpu_resourceslice_sync_errors_total", "Failed ResourceSlice syncs.");
+  devices_by_health_ = &metrics_.AddGauge(
+      "dracpu_devices", "Devices by the health the kubelet's health stream reports.", {"health"});
+  for (const char* h : {"Healthy", "Unhealthy", "Unknown"}) devices_by_health_->Set({h}, 0);
+  min_shared_cpus_ = &metrics_.AddGauge(
+      "dracpu_shared_pool_min_cpus", "The shared-pool floor claims may not take (minSharedCPUs).");
+  nri_heartbeat_age_ = &metrics_.AddGauge(
+      "dracpu_nri_agent_heartbeat_age_seconds",
+      "Seconds since the nri-agent's last heartbeat in shared memory (since this agent's start "
+      "when it never beat).");
   ASSIGN_OR_RETURN(http_, HttpServer::Start(config.bind_address,
                                             {{"/metrics", [this] { return Metrics(); }},
                                              {"/healthz",
@@ -201,6 +210,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   // 5. The kubelet.
   health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, *sysfs_, *segment_,
                                                   kNriSilenceLimit, BoottimeNow);
+  health_for_metrics_.store(health_.get(), std::memory_order_release);
   streamer_ = std::make_unique<HealthStreamer>(*health_, HealthStreamOptions{});
   health_v1alpha1_ = std::make_unique<HealthV1alpha1Service>(*streamer_);
   health_v1_ = std::make_unique<HealthV1Service>(*streamer_);
@@ -234,6 +244,22 @@ HttpResponse DraAgent::Metrics() {
     claims_active_->Set({}, static_cast<double>(s->claims.size()));
   }
   reserved_cpus_->Set({}, config_.driver.reserved_cpus.Count());
+  min_shared_cpus_->Set({}, config_.driver.min_shared_cpus);
+  if (Result<shm::AgentStatus> nri = segment_->GetAgentStatus(shm::Role::kNriAgent); nri.ok()) {
+    const std::chrono::nanoseconds age =
+        nri->heartbeat_age ? *nri->heartbeat_age : BoottimeNow() - started_boottime_;
+    nri_heartbeat_age_->Set({}, std::chrono::duration<double>(age).count());
+  }
+  if (DeviceHealthMonitor* health = health_for_metrics_.load(std::memory_order_acquire)) {
+    double by_state[3] = {0, 0, 0};  // DeviceHealthState: unknown, healthy, unhealthy
+    for (const DeviceHealthReport& r : health->CurrentHealth()) {
+      const int i = static_cast<int>(r.state);
+      if (i >= 0 && i < 3) ++by_state[i];
+    }
+    devices_by_health_->Set({"Unknown"}, by_state[0]);
+    devices_by_health_->Set({"Healthy"}, by_state[1]);
+    devices_by_health_->Set({"Unhealthy"}, by_state[2]);
+  }
   if (publisher_) {
     const SlicePublisherStats st = publisher_->stats();
     slices_published_->Set({}, st.slices);

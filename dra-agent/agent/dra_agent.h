@@ -85,6 +85,12 @@ class DraAgent {
   Metric* claims_active_ = nullptr;
   Metric* slices_published_ = nullptr;
   Metric* slice_sync_errors_ = nullptr;
+  Metric* devices_by_health_ = nullptr;
+  Metric* min_shared_cpus_ = nullptr;
+  Metric* nri_heartbeat_age_ = nullptr;
+  const std::chrono::nanoseconds started_boottime_ = BoottimeNow();
+  // health_ once made (after the HTTP server started); what Metrics() reads.
+  std::atomic<DeviceHealthMonitor*> health_for_metrics_{nullptr};
   std::unique_ptr<CpuClaimPreparer> preparer_;
   std::unique_ptr<DeviceHealthMonitor> health_;
   std::unique_ptr<HealthStreamer> streamer_;

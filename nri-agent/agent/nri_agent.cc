@@ -78,6 +78,7 @@ NriAgent::NriAgent(loop::EventLoop& loop, NriAgentOptions options, MetricsRegist
         "dracpu_nri_shared_pool_updates_total",
         "Unsolicited shared-pool container updates: applied, failed, skipped (gated), error.",
         {"result"});
+    for (const char* r : {"applied", "failed", "skipped", "error"}) pool_updates_->Add({r}, 0);
     connected_gauge_ =
         &metrics->AddGauge("dracpu_nri_synchronized", "1 while the runtime has synchronized us.");
     attached_gauge_ = &metrics->AddGauge("dracpu_nri_segment_attached",
