@@ -5,9 +5,10 @@ chart's default values, and `make test` (deploy/deploy_test.py) checks that they
 
 Supported: text with {{ }} actions and the {{- / -}} trim markers, comments, define / include,
 if / else if / else, with / else, variables ($x := ..., $), field chains (.Values.a.b, $x.a),
-parenthesised pipelines, string / number / bool literals, and the functions default, quote,
-toYaml, indent, nindent, trunc, trimSuffix, contains, printf (%s %d), dir, deepCopy, set,
-sha256sum, eq, ne, and, or, not, empty. Anything else is an error, never silently ignored.
+parenthesised pipelines, string / number / bool literals, .Files.Get (a file of the chart, as
+is), and the functions default, quote, toYaml, indent, nindent, trunc, trimSuffix, contains,
+replace, printf (%s %d), dir, deepCopy, set, sha256sum, eq, ne, and, or, not, empty. Anything
+else is an error, never silently ignored.
 
 usage: render.py [--set key.path=value ...] [--values FILE] [--release NAME] [--namespace NS]
                  [--service NAME] [CHART_DIR]   (prints the manifests to stdout)
@@ -203,6 +204,7 @@ class Renderer:
             "trunc": lambda n, s: s[:n],
             "trimSuffix": lambda suf, s: s[: -len(suf)] if suf and s.endswith(suf) else s,
             "contains": lambda sub, s: sub in s,
+            "replace": lambda old, new, s: s.replace(old, new),
             "printf": go_printf,
             "dir": lambda p: posixpath.dirname(p) or ".",
             "deepCopy": copy.deepcopy,
@@ -301,6 +303,10 @@ class Renderer:
                 return self.funcs[head[1]](*args)
             except TypeError as e:
                 raise TemplateError(f"{head[1]}: {e}") from None
+        if head[0] == "tok" and isinstance(head[1], str) and head[1].startswith("."):
+            method = self.operand(head, dot, scope)
+            if callable(method):  # .Files.Get "path"
+                return method(*[self.operand(o, dot, scope) for o in operands[1:]], *piped)
         if len(operands) != 1 or piped:
             raise TemplateError(f"unknown function in {toks!r}")
         return self.operand(head, dot, scope)
@@ -367,7 +373,15 @@ def render_chart(chart_dir=DEFAULT_CHART, values_override=None, release="dracpu"
         defines.update(d)
         if not name.startswith("_"):
             bodies.append((name, body))
+    def files_get(path):
+        full = os.path.normpath(os.path.join(chart_dir, path))
+        if not full.startswith(os.path.normpath(chart_dir) + os.sep) or not os.path.isfile(full):
+            raise TemplateError(f".Files.Get: no file {path!r} in the chart")
+        with open(full) as f:
+            return f.read()
+
     root = {
+        "Files": {"Get": files_get},
         "Values": values,
         "Chart": {"Name": chart["name"], "Version": chart["version"], "AppVersion": chart["appVersion"]},
         "Release": {"Name": release, "Namespace": namespace, "Service": service},
