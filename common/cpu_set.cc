@@ -49,7 +49,7 @@ Status ParseCpuId(std::string_view what, std::string_view full, std::string_view
   if (body[pos] == '-' || body[pos] == '+') return ParseError(what, full, pos, "sign not allowed");
   if (!IsDigit(body[pos])) return ParseError(what, full, pos, "expected a CPU id");
   while (pos < body.size() && IsDigit(body[pos])) ++pos;
-  long long value = 0;
+  int64_t value = 0;
   const auto [ptr, ec] = std::from_chars(body.data() + start, body.data() + pos, value);
   if (ec == std::errc::result_out_of_range || value >= CpuSet::kMaxCpus) {
     std::string shown(body.substr(start, std::min<size_t>(pos - start, 24)));

@@ -145,7 +145,10 @@ class [[nodiscard]] Result {
 // `ASSIGN_OR_RETURN(auto x, ResultExpr());` declares/assigns x from the value or returns the error.
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL_(DRACPU_CONCAT_(dracpu_result_, __LINE__), lhs, expr)
+// `tmp` and `lhs` are a name and a declaration: they cannot be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                           \
   if (!tmp.ok()) return tmp.status();          \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)

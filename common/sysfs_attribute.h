@@ -23,7 +23,7 @@
 namespace dracpu {
 
 // Larger than any real attribute: a cpulist for 8192 CPUs in the worst interleaving is ~40 KiB.
-inline constexpr size_t kMaxSysfsAttributeSize = 64 * 1024;
+inline constexpr size_t kMaxSysfsAttributeSize = size_t{64} * 1024;
 
 // `text` without its trailing run of '\n' and '\0' characters.
 std::string_view TrimSysfsPadding(std::string_view text);

@@ -36,7 +36,7 @@ Status DiscoverNumaNodes(const FileSystem& fs, CpuTopology& topo, PerCpu& numa_o
     // hwloc assume). No distances: the kernel gives none.
     topo.numa_nodes.push_back(NumaNode{0, topo.online, {}});
     for (const int cpu : topo.online) numa_of[cpu] = 0;
-    topo.warnings.push_back("no NUMA node directories: one node 0 with all online CPUs");
+    topo.warnings.emplace_back("no NUMA node directories: one node 0 with all online CPUs");
     return Status::Ok();
   }
   const std::vector<int>& node_ids = *listed;

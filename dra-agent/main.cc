@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
     PrintUsage(std::cout, parser.Usage());
     return dracpu::dra::kExitOk;
   }
-  if (!args.empty() && args[0].rfind("-", 0) != 0) {
+  if (!args.empty() && args[0].rfind('-', 0) != 0) {
     for (const Subcommand& s : kSubcommands) {
       if (args[0] == s.name) {
         return s.run(std::vector<std::string>(args.begin() + 1, args.end()),

@@ -28,7 +28,7 @@ uint64_t HashWords(const uint64_t* data, size_t words) {
                      0x082efa98ec4e6c89ULL};
   size_t i = 0;
   for (; i + 8 <= words; i += 8) {
-    for (int l = 0; l < 4; ++l) {
+    for (size_t l = 0; l < 4; ++l) {
       const unsigned __int128 p = static_cast<unsigned __int128>(data[i + 2 * l] ^ kKey[2 * l]) *
                                   (data[i + 2 * l + 1] ^ kKey[2 * l + 1]);
       acc[l] += static_cast<uint64_t>(p) ^ static_cast<uint64_t>(p >> 64);
@@ -37,7 +37,7 @@ uint64_t HashWords(const uint64_t* data, size_t words) {
   }
   for (; i < words; ++i) acc[i % 4] = (acc[i % 4] ^ data[i]) * kMul;
   uint64_t h = words * kMul;
-  for (int l = 0; l < 4; ++l) h = Mix(h ^ Mix(acc[l] + static_cast<uint64_t>(l)));
+  for (size_t l = 0; l < 4; ++l) h = Mix(h ^ Mix(acc[l] + static_cast<uint64_t>(l)));
   return h;
 }
 

@@ -75,7 +75,7 @@ struct Args {
   std::string path = DefaultSegmentPath();
   bool json = false;
   bool watch = false;
-  long count = -1;
+  int64_t count = -1;
   // map
   MapFormat format = MapFormat::kText;
   MapView view = MapView::kAuto;
@@ -122,7 +122,7 @@ int Dump(const Args& args) {
   SnapshotOptions so;
   so.allow_inconsistent = true;
   Snapshot snap;
-  for (long printed = 0;;) {
+  for (int64_t printed = 0;;) {
     const Status st = (*seg)->ReadSnapshotInto(snap, so);
     if (!st.ok()) return OpenFailure(st, args.path);
     const DumpContext ctx = ReadDumpContext(**seg);
@@ -382,7 +382,7 @@ int Main(int argc, char** argv) {
     } else if (a == "--count" && args.command != "verify") {
       if (i + 1 >= argc) return Usage("--count needs a value");
       char* end = nullptr;
-      args.count = std::strtol(argv[++i], &end, 10);
+      args.count = std::strtoll(argv[++i], &end, 10);
       if (*end != '\0' || args.count <= 0) return Usage("--count needs a positive integer");
     } else {
       return Usage("unknown flag \"" + std::string(a) + "\" for " + args.command);

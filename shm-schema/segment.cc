@@ -15,12 +15,10 @@ using internal::Backoff;
 using internal::Clock;
 using internal::CString;
 using internal::Gen;
-using internal::GenWord;
 using internal::Hex;
 using internal::kMaxCapacity;
 using internal::PutField;
 using internal::SameDescriptor;
-using internal::Waiters;
 
 // ----------------------------------------------------------------------------------- Snapshot
 

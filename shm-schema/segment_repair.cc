@@ -17,9 +17,6 @@ using internal::CString;
 using internal::Gen;
 using internal::GenWord;
 using internal::Hex;
-using internal::kMaxCapacity;
-using internal::PutField;
-using internal::SameDescriptor;
 using internal::Waiters;
 
 void Segment::RebuildClaimsIndexLocked() {

@@ -110,9 +110,9 @@ Status FutexWait(const uint32_t* word, uint32_t expected, std::chrono::nanosecon
   if (timeout.count() <= 0) return DeadlineExceededError("futex wait timed out");
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
-  ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+  ts.tv_nsec = static_cast<decltype(ts.tv_nsec)>(timeout.count() % 1'000'000'000);
   // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: the key is (inode, offset), shared across processes.
-  const long rc = ::syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
+  const auto rc = ::syscall(SYS_futex, word, FUTEX_WAIT, expected, &ts, nullptr, 0);
   if (rc == 0) return Status::Ok();
   const int err = errno;
   if (err == EAGAIN || err == EINTR) return Status::Ok();  // value changed / signal: re-check

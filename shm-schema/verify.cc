@@ -36,8 +36,8 @@ VerifyResult VerifySnapshot(const Snapshot& s) {
 
   const bool have_topology = Published(s.topology.updated_time_ns, s.topology.checksum);
   const bool have_pool = Published(s.shared_pool.updated_time_ns, s.shared_pool.checksum);
-  if (!have_topology) out.notes.push_back("topology not published: allocatable checks skipped");
-  if (!have_pool) out.notes.push_back("shared pool not published: pool checks skipped");
+  if (!have_topology) out.notes.emplace_back("topology not published: allocatable checks skipped");
+  if (!have_pool) out.notes.emplace_back("shared pool not published: pool checks skipped");
 
   // Claims.
   std::unordered_map<std::string_view, size_t> claim_by_uid;

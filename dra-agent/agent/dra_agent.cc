@@ -53,7 +53,8 @@ Status MakeParentDirectory(const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<DraAgent>> DraAgent::Start(const AgentConfig& config, std::string version,
+Result<std::unique_ptr<DraAgent>> DraAgent::Start(const AgentConfig& config,
+                                                  const std::string& version,
                                                   std::unique_ptr<kube::KubeClient> client) {
   if (client == nullptr) return InvalidArgumentError("the dra-agent needs a Kubernetes API client");
   std::unique_ptr<DraAgent> agent(new DraAgent());

@@ -42,7 +42,8 @@ namespace dracpu::dra {
 class DraAgent {
  public:
   // `client` talks to the API server (ResourceClaims; ResourceSlices once the publisher runs).
-  static Result<std::unique_ptr<DraAgent>> Start(const AgentConfig& config, std::string version,
+  static Result<std::unique_ptr<DraAgent>> Start(const AgentConfig& config,
+                                                 const std::string& version,
                                                  std::unique_ptr<kube::KubeClient> client);
   ~DraAgent();
   DraAgent(const DraAgent&) = delete;

@@ -49,6 +49,7 @@ int EnumerateCovers(std::vector<Item> items, int need, int limit,
   std::vector<int> chosen;
   auto emit = [&] {
     std::vector<int> groups;
+    groups.reserve(chosen.size());
     for (int i : chosen) groups.push_back(items[i].group);
     out->push_back(std::move(groups));
   };
@@ -75,6 +76,7 @@ int EnumerateCovers(std::vector<Item> items, int need, int limit,
       std::sort(sorted.begin(), sorted.end());
       for (size_t j = 0; j < first_pass; ++j) {
         std::vector<int> groups;
+        groups.reserve(sorted.size());
         for (int i : sorted) groups.push_back(items[i].group);
         if ((*out)[j] == groups) return;
       }

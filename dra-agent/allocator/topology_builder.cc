@@ -61,7 +61,7 @@ Result<CpuTopology> BuildTopologyFromRecords(const std::vector<CpuRecord>& recor
   if (l3_shared) {
     int next = 0;
     for (auto& [key, id] : l3_ids) id = next++;
-    topo.warnings.push_back(
+    topo.warnings.emplace_back(
         "L3 ids are reused across sockets; L3 groups renumbered by (socket, l3)");
   }
 

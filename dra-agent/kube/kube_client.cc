@@ -107,7 +107,7 @@ std::string KubeClient::Token(bool force_reread) {
   if (config_.token_file.empty()) return config_.bearer_token;
   const Clock::TimePoint now = clock_.Now();
   if (force_reread || !token_read_ || now - token_read_at_ >= options_.token_refresh_interval) {
-    Result<std::string> content = fs_.ReadFile(config_.token_file, 64 * 1024);
+    Result<std::string> content = fs_.ReadFile(config_.token_file, size_t{64} * 1024);
     // A failed re-read keeps the last good token: the file is replaced atomically by the
     // kubelet, but a transient error must not drop authentication.
     if (content.ok()) {
@@ -161,7 +161,7 @@ Result<HttpResponse> KubeClient::Do(const Call& call) {
     std::chrono::milliseconds delay = backoff.Next();
     if (!response.retry_after.empty()) {
       char* end = nullptr;
-      const long seconds = std::strtol(response.retry_after.c_str(), &end, 10);
+      const int64_t seconds = std::strtoll(response.retry_after.c_str(), &end, 10);
       if (end != response.retry_after.c_str() && *end == '\0' && seconds > 0) {
         delay = std::max(delay, std::min<std::chrono::milliseconds>(std::chrono::seconds(seconds),
                                                                     options_.backoff.max));

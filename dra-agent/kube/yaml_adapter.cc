@@ -24,7 +24,7 @@ YamlNode Convert(const YAML::Node& node) {
         if (!kv.first.IsScalar()) {
           throw YAML::ParserException(kv.first.Mark(), "map keys must be scalars");
         }
-        out.map.emplace_back(kv.first.Scalar(), Convert(kv.second));
+        out.map.push_back({kv.first.Scalar(), Convert(kv.second)});
       }
       break;
     default:
@@ -38,8 +38,8 @@ YamlNode Convert(const YAML::Node& node) {
 
 const YamlNode* YamlNode::Get(std::string_view key) const {
   if (kind != Kind::kMap) return nullptr;
-  for (const auto& [k, v] : map) {
-    if (k == key) return &v;
+  for (const YamlMapEntry& e : map) {
+    if (e.key == key) return &e.value;
   }
   return nullptr;
 }

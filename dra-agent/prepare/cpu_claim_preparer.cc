@@ -127,6 +127,7 @@ std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
 std::vector<PreparedDevice> CpuClaimPreparer::Devices(
     const ResourceClaimView& claim, const std::vector<const AllocationResultView*>& results) const {
   std::vector<PreparedDevice> devices;
+  devices.reserve(results.size());
   for (const AllocationResultView* r : results) {
     devices.push_back(
         {{r->base_request}, r->pool, r->device, {CdiDeviceId(claim.uid)}, r->share_id});

@@ -296,7 +296,8 @@ void NriAgent::PushPoolUpdates() {
                        : "unknown")
                 << " is not known safe for unsolicited UpdateContainers)";
       gated_logged_for_ = pool;
-      if (pool_updates_ != nullptr) pool_updates_->Add({"skipped"}, double(updates->size()));
+      if (pool_updates_ != nullptr)
+        pool_updates_->Add({"skipped"}, static_cast<double>(updates->size()));
     }
     return;
   }
@@ -309,20 +310,21 @@ void NriAgent::PushPoolUpdates() {
   std::weak_ptr<bool> alive = alive_;
   std::vector<nri::CpusetUpdate> sent = *updates;
   plugin_->UpdateContainers(
-      std::move(*updates), [this, alive, op, sent](Result<std::vector<nri::CpusetUpdate>> failed) {
+      *updates, [this, alive, op, sent](Result<std::vector<nri::CpusetUpdate>> failed) {
         if (alive.expired()) return;
         update_in_flight_ = false;
         if (!failed.ok()) {
           LOG(WARNING) << "op=" << op << " UpdateContainers failed: " << failed.status().ToString();
-          if (pool_updates_ != nullptr) pool_updates_->Add({"error"}, double(sent.size()));
+          if (pool_updates_ != nullptr)
+            pool_updates_->Add({"error"}, static_cast<double>(sent.size()));
         } else {
           Status s = policy_.UpdatesApplied(sent, *failed);
           LOG(INFO) << "op=" << op << " UpdateContainers applied=" << sent.size() - failed->size()
                     << " failed=" << UpdatesText(*failed);
           if (!s.ok()) LOG(WARNING) << "op=" << op << " recording the update: " << s.ToString();
           if (pool_updates_ != nullptr) {
-            pool_updates_->Add({"applied"}, double(sent.size() - failed->size()));
-            pool_updates_->Add({"failed"}, double(failed->size()));
+            pool_updates_->Add({"applied"}, static_cast<double>(sent.size() - failed->size()));
+            pool_updates_->Add({"failed"}, static_cast<double>(failed->size()));
           }
         }
         if (rerun_after_update_) {

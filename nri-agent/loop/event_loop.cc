@@ -115,7 +115,7 @@ Status EventLoop::RunOnce(std::optional<std::chrono::milliseconds> max_wait) {
     const auto until = timers_.begin()->first.first - Clock::now();
     // Round up so a timer is never polled for just before its deadline.
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until).count();
-    const int timer_ms = ms < 0 ? 0 : static_cast<int>(std::min<long long>(ms, 1 << 30));
+    const int timer_ms = ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms, 1 << 30));
     timeout_ms = timeout_ms < 0 ? timer_ms : std::min(timeout_ms, timer_ms);
   }
 

@@ -52,7 +52,7 @@ Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
   } else {
     buffer_.append(bytes);
   }
-  const std::string_view src = direct ? bytes : std::string_view(buffer_).substr(consumed_);
+  const std::string_view src = direct ? bytes : std::string_view{buffer_}.substr(consumed_);
   size_t pos = 0;
   Status status;
   while (status.ok() && src.size() - pos >= kFrameHeaderSize) {

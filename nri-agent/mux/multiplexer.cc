@@ -13,7 +13,7 @@ namespace {
 // One read() per wake-up at most this large; big enough for a whole 4096-byte Go frame plus
 // many small ones, small enough to keep other fds on the loop served while a 4 MiB message
 // streams in.
-constexpr size_t kReadChunk = 256 * 1024;
+constexpr size_t kReadChunk = size_t{256} * 1024;
 }  // namespace
 
 class Multiplexer::ConnSink : public ttrpc::MessageSink {

@@ -27,7 +27,8 @@ template <typename Req, typename Resp, typename Fn>
 void Serve(ttrpc::Server& server, const char* method, Fn fn) {
   server.Register(
       kPluginService, method,
-      [method, fn](const ttrpc::CallInfo&, std::string payload, ttrpc::Responder done) {
+      [method, fn](const ttrpc::CallInfo&, const std::string& payload,
+                   const ttrpc::Responder& done) {
         Req request;
         if (!request.ParseFromString(payload)) {
           done(InvalidArgumentError(std::string(method) + ": request of " +
@@ -121,7 +122,7 @@ Result<std::unique_ptr<Plugin>> Plugin::Start(loop::EventLoop& loop, UniqueFd tr
   std::weak_ptr<Plugin*> weak = plugin->self_;
   plugin->peer_->client().Call(kRuntimeService, "RegisterPlugin", request.SerializeAsString(),
                                plugin->options_.register_timeout,
-                               [weak](Result<std::string> reply) {
+                               [weak](const Result<std::string>& reply) {
                                  std::shared_ptr<Plugin*> self = weak.lock();
                                  if (!self) return;
                                  Plugin* p = *self;
@@ -232,7 +233,7 @@ void Plugin::RegisterHandlers() {
                                 [](const api::Empty&, api::Empty*) { return Status::Ok(); });
 }
 
-void Plugin::UpdateContainers(std::vector<CpusetUpdate> updates, UpdateCallback done) {
+void Plugin::UpdateContainers(const std::vector<CpusetUpdate>& updates, UpdateCallback done) {
   std::weak_ptr<Plugin*> weak = self_;
   if (!registered_ || state_ == State::kClosed) {
     const Status status = FailedPreconditionError(

@@ -74,7 +74,7 @@ class Plugin {
   // later with the updates the runtime failed to apply (empty = all applied) or an error.
   // FAILED_PRECONDITION before the runtime accepted our registration or after the connection
   // closed. `done` never runs inside this call.
-  void UpdateContainers(std::vector<CpusetUpdate> updates, UpdateCallback done);
+  void UpdateContainers(const std::vector<CpusetUpdate>& updates, UpdateCallback done);
 
   // Closes the connection; Disconnected(reason) follows.
   void Close(const Status& reason);

@@ -98,10 +98,10 @@ void ReconnectingPlugin::ScheduleRetry(const Status& reason) {
   });
 }
 
-void ReconnectingPlugin::UpdateContainers(std::vector<CpusetUpdate> updates,
+void ReconnectingPlugin::UpdateContainers(const std::vector<CpusetUpdate>& updates,
                                           Plugin::UpdateCallback done) {
   if (plugin_) {
-    plugin_->UpdateContainers(std::move(updates), std::move(done));
+    plugin_->UpdateContainers(updates, std::move(done));
     return;
   }
   std::weak_ptr<ReconnectingPlugin*> weak = self_;

@@ -45,7 +45,7 @@ class ReconnectingPlugin {
 
   // Forwards to the current connection; FAILED_PRECONDITION (from the loop, not inside this
   // call) while there is none.
-  void UpdateContainers(std::vector<CpusetUpdate> updates, Plugin::UpdateCallback done);
+  void UpdateContainers(const std::vector<CpusetUpdate>& updates, Plugin::UpdateCallback done);
 
   // The current connection's state; kClosed while waiting to reconnect.
   Plugin::State state() const;

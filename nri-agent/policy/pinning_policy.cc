@@ -89,7 +89,7 @@ bool RuntimeSafeForUnsolicitedUpdates(const nri::RuntimeInfo& runtime) {
 }
 
 PinningPolicy::PinningPolicy(shm::Segment* segment, PolicyOptions options)
-    : segment_(segment), options_(std::move(options)) {}
+    : segment_(segment), options_(options) {}
 
 void PinningPolicy::AttachSegment(shm::Segment* segment) {
   segment_ = segment;
