@@ -207,7 +207,7 @@ int Map(const Args& args) {
   so.allow_inconsistent = true;
   Snapshot snap;
   ClaimGlyphs glyphs;
-  for (long drawn = 0;;) {
+  for (int64_t drawn = 0;;) {
     const Status st = (*seg)->ReadSnapshotInto(snap, so);
     if (!st.ok()) return OpenFailure(st, args.path);
     // Discovered at every drawing: CPUs go on- and offline.
@@ -334,7 +334,7 @@ bool MapFlag(int argc, char** argv, int& i, Args& args, std::string& error) {
     }
   } else if (FlagValue(argc, argv, i, "--width", v, error)) {
     char* end = nullptr;
-    const long w = std::strtol(v.c_str(), &end, 10);
+    const int64_t w = std::strtoll(v.c_str(), &end, 10);
     if (error.empty() && (v.empty() || *end != '\0' || w < 40 || w > 1000)) {
       error = "--width must be a number of columns from 40 to 1000, not \"" + v + "\"";
     }
