@@ -50,11 +50,13 @@ Result<std::vector<std::string>> FlagParser::Parse(const std::vector<std::string
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
-      positionals.insert(positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      positionals.insert(positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                         args.end());
       break;
     }
     if (arg.size() < 2 || arg[0] != '-') {
-      positionals.insert(positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      positionals.insert(positionals.end(), args.begin() + static_cast<std::ptrdiff_t>(i),
+                         args.end());
       break;
     }
     std::string_view body(arg);
