@@ -1,18 +1,16 @@
 #include "common/clock.h"
 
-#include <algorithm>
-#include <thread>
+#include <condition_variable>
 
 namespace dracpu {
 
-bool SystemClock::SleepFor(Duration d, const std::atomic<bool>* cancel) {
-  const TimePoint end = Now() + d;
-  while (true) {
-    if (cancel != nullptr && cancel->load()) return false;
-    const TimePoint now = Now();
-    if (now >= end) return true;
-    std::this_thread::sleep_for(std::min<Duration>(end - now, std::chrono::milliseconds(20)));
-  }
+bool SystemClock::SleepFor(Duration d, std::stop_token cancel) {
+  // Nothing ever notifies `cv` but the stop request, which condition_variable_any wires to it.
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait_for(lock, cancel, d, [] { return false; });
+  return !cancel.stop_requested();
 }
 
 double DefaultRandom::Uniform01() {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <stop_token>
 
 namespace dracpu {
 
@@ -22,15 +23,17 @@ class Clock {
   virtual ~Clock() = default;
   // Monotonic time.
   virtual TimePoint Now() const = 0;
-  // Sleeps for `d`, returning early (false) when `*cancel` becomes true; true after a full sleep.
-  virtual bool SleepFor(Duration d, const std::atomic<bool>* cancel) = 0;
+  // Sleeps for `d`, returning early (false) once a stop is requested on `cancel`; true after a
+  // full sleep. A default-constructed token never stops.
+  virtual bool SleepFor(Duration d, std::stop_token cancel) = 0;
 };
 
 class SystemClock final : public Clock {
  public:
   TimePoint Now() const override { return std::chrono::steady_clock::now(); }
-  // Polls `cancel` every 20 ms: cheap, and bounds shutdown latency.
-  bool SleepFor(Duration d, const std::atomic<bool>* cancel) override;
+  // Blocks in the kernel (a futex) until the deadline or the stop request: no polling, so an
+  // idle agent does not wake up while it sleeps.
+  bool SleepFor(Duration d, std::stop_token cancel) override;
 };
 
 class Random {

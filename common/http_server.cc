@@ -1,5 +1,7 @@
 #include "common/http_server.h"
 
+#include <pthread.h>
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -134,7 +136,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& bind_ad
   impl->port = impl->acceptor.local_endpoint(ec).port();
   impl->Accept();
   Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->io.run(); });
+  impl->thread = std::thread([raw] {
+    pthread_setname_np(pthread_self(), "http-server");
+    raw->io.run();
+  });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

@@ -3,19 +3,21 @@
 // is the only dra-agent code that reads argv, the environment and the config file.
 #include <glog/logging.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "common/file_system.h"
 #include "common/flag_parser.h"
+#include "common/unique_fd.h"
 #include "dra-agent/agent/agent_config.h"
 #include "dra-agent/agent/dra_agent.h"
 #include "dra-agent/allocator/allocate_command.h"
@@ -132,20 +134,19 @@ int RunAgent(const std::vector<std::string>& args) {
             << ", effective config:\n"
             << dracpu::DriverConfigToYaml(config->driver);
 
-  // Signals are taken by one thread with sigwait, so no handler runs inside library code.
+  // Signals arrive through a signalfd that the heartbeat loop waits on, so no handler runs
+  // inside library code and no thread waits for them. Blocked before any thread starts, so
+  // every thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::atomic<bool> stop{false};
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    LOG(INFO) << "signal " << sig << ": shutting down";
-    stop = true;
-  });
-  waiter.detach();
+  dracpu::UniqueFd sigfd(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) {
+    LOG(ERROR) << "signalfd: " << std::strerror(errno);
+    return 1;
+  }
 
   auto fs = dracpu::NewPosixFileSystem("/");
   if (!fs.ok()) LOG(FATAL) << fs.status().ToString();
@@ -166,9 +167,14 @@ int RunAgent(const std::vector<std::string>& args) {
   uint64_t watchdog_usec = 0;
   const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   if (watchdog) LOG(INFO) << "systemd watchdog every " << watchdog_usec / 1000 << " ms";
-  (*agent)->Run(stop, [watchdog] {
+  const dracpu::Status run = (*agent)->Run(sigfd.get(), [watchdog] {
     if (watchdog) sd_notify(0, "WATCHDOG=1");
   });
+  if (!run.ok()) {
+    LOG(ERROR) << "heartbeat loop: " << run.ToString() << "; shutting down";
+  } else if (signalfd_siginfo info; ::read(sigfd.get(), &info, sizeof info) == sizeof info) {
+    LOG(INFO) << "signal " << info.ssi_signo << ": shutting down";
+  }
   sd_notify(0, "STOPPING=1");
   (*agent)->Stop();
   LOG(INFO) << "stopped";

@@ -41,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -198,8 +199,11 @@ class Segment {
   // sets it interrupts the wait when installed without SA_RESTART). Returns the new generation.
   // A reader opened without reader_waits cannot register as a waiter, so it re-checks every
   // 20 ms instead of relying on the writer's wake.
+  // A stop requested on `stop` wakes the wait at once (every waiter on the segment re-checks)
+  // and returns CANCELLED, so a registered waiter can block for as long as nothing changes.
   Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
-                                 const std::atomic<bool>* cancel = nullptr) const;
+                                 const std::atomic<bool>* cancel = nullptr,
+                                 std::stop_token stop = {}) const;
   // Whether WaitForChange sleeps until a writer's wake (a writer, or a reader with reader_waits
   // whose read-write open succeeded).
   bool wakes_on_change() const { return WaitersWord() != nullptr; }

@@ -150,14 +150,22 @@ Result<std::optional<ContainerEntry>> Segment::FindContainer(
 }
 
 Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
-                                        const std::atomic<bool>* cancel) const {
+                                        const std::atomic<bool>* cancel,
+                                        std::stop_token stop) const {
   SegmentHeader* h = header();
   const auto deadline = Clock::now() + timeout;
   uint32_t* waiters = WaitersWord();
   const bool registered = waiters != nullptr;
   if (registered) std::atomic_ref<uint32_t>(*waiters).fetch_add(1, std::memory_order_seq_cst);
+  // The wake reaches every waiter on the word; the others find nothing changed and wait again.
+  // A request landing between the check below and the futex wait is only seen at the timeout.
+  std::stop_callback wake(stop, [h] { FutexWakeAll(GenWord(h)); });
   Result<uint64_t> result = DeadlineExceededError("");
   for (;;) {
+    if (stop.stop_requested()) {
+      result = Status(StatusCode::kCancelled, "segment " + path_ + ": wait cancelled");
+      break;
+    }
     const uint64_t g = Gen(h).load(std::memory_order_seq_cst);
     if ((g & 1) == 0 && g != seen) {
       result = g;

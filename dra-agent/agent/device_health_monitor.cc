@@ -32,26 +32,40 @@ CpuSet DeviceHealthMonitor::OnlineCpus() {
   return last_online_;
 }
 
-std::vector<DeviceHealthReport> DeviceHealthMonitor::CurrentHealth() {
-  const CpuSet online = OnlineCpus();
-  std::string nri_problem;
+Result<std::chrono::nanoseconds> DeviceHealthMonitor::NriSilence(uint32_t* nri_pid) const {
   shm::SnapshotOptions options;
   options.claims = false;
   options.containers = false;
-  auto snapshot = segment_.ReadSnapshot(options);
-  if (!snapshot.ok()) {
-    nri_problem = "shared memory unreadable: " + snapshot.status().message();
-  } else {
-    const auto& nri = snapshot->agents[static_cast<int>(shm::Role::kNriAgent)];
-    const std::chrono::nanoseconds beat(nri.heartbeat_ns);
-    const auto since = now_() - std::max(beat, started_);
-    if (since > limit_) {
-      nri_problem = nri.pid == 0 ? "the nri-agent has not attached for "
-                                 : "the nri-agent has been silent for ";
-      nri_problem +=
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(since).count()) +
-          " s; CPU exclusivity is not enforced";
-    }
+  ASSIGN_OR_RETURN(shm::Snapshot snapshot, segment_.ReadSnapshot(options));
+  const auto& nri = snapshot.agents[static_cast<int>(shm::Role::kNriAgent)];
+  *nri_pid = nri.pid;
+  const std::chrono::nanoseconds beat(nri.heartbeat_ns);
+  return now_() - std::max(beat, started_);
+}
+
+std::optional<std::chrono::milliseconds> DeviceHealthMonitor::StableFor() {
+  constexpr std::chrono::milliseconds kWhileSilent{1000};
+  uint32_t pid = 0;
+  auto since = NriSilence(&pid);
+  if (!since.ok() || *since > limit_) return kWhileSilent;
+  // Rounded up, so the next check is just past the limit rather than just before it.
+  return std::chrono::ceil<std::chrono::milliseconds>(limit_ - *since) +
+         std::chrono::milliseconds(1);
+}
+
+std::vector<DeviceHealthReport> DeviceHealthMonitor::CurrentHealth() {
+  const CpuSet online = OnlineCpus();
+  std::string nri_problem;
+  uint32_t nri_pid = 0;
+  auto since = NriSilence(&nri_pid);
+  if (!since.ok()) {
+    nri_problem = "shared memory unreadable: " + since.status().message();
+  } else if (*since > limit_) {
+    nri_problem =
+        nri_pid == 0 ? "the nri-agent has not attached for " : "the nri-agent has been silent for ";
+    nri_problem +=
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*since).count()) +
+        " s; CPU exclusivity is not enforced";
   }
   std::vector<DeviceHealthReport> out;
   out.reserve(catalog_.devices.size());

@@ -26,9 +26,17 @@ class DeviceHealthMonitor final : public DeviceHealthSource {
                       std::function<std::chrono::nanoseconds()> boottime_now);
 
   std::vector<DeviceHealthReport> CurrentHealth() override;
+  // While the nri-agent's heartbeat is fresh: until it would be `nri_silence_limit` old (so the
+  // stream checks again exactly when the device could turn Unhealthy). Otherwise one second, to
+  // see the nri-agent come back. CPU hotplug is an event: the agent's topology watcher calls
+  // HealthStreamer::Notify.
+  std::optional<std::chrono::milliseconds> StableFor() override;
 
  private:
   CpuSet OnlineCpus();
+  // How long the nri-agent has been silent (its last heartbeat, or our start when later), or
+  // the snapshot error.
+  Result<std::chrono::nanoseconds> NriSilence(uint32_t* nri_pid) const;
 
   const DeviceCatalog& catalog_;
   const std::string pool_;

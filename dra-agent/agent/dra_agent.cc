@@ -1,7 +1,12 @@
 #include "dra-agent/agent/dra_agent.h"
 
 #include <glog/logging.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <system_error>
@@ -9,6 +14,7 @@
 
 #include "common/sysfs_attribute.h"
 #include "common/topology_discovery.h"
+#include "common/unique_fd.h"
 #include "dra-agent/kube/resources.h"
 
 namespace dracpu::dra {
@@ -188,7 +194,10 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   spo.node_name = config.node_name;
   ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, clock_, random_, spo));
   publisher_->SetDesired(catalog_);
-  publisher_thread_ = std::thread([this] { publisher_->Run(stop_threads_); });
+  publisher_thread_ = std::jthread([this](std::stop_token stop) {
+    pthread_setname_np(pthread_self(), "slice-publisher");
+    publisher_->Run(stop);
+  });
   watcher_ =
       std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
         LOG(WARNING) << "CPUs online changed to " << t.online.ToListString()
@@ -205,8 +214,9 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         KeepStartupDeviceNames(catalog_,
                                *catalog);  // individual names must not shift to other CPUs
         publisher_->SetDesired(std::move(catalog).value());
+        if (streamer_) streamer_->Notify();  // devices behind offline CPUs turn Unhealthy now
       });
-  watcher_thread_ = std::thread([this] { watcher_->Run(stop_threads_); });
+  // Polled by Run() on the heartbeat thread, every TopologyWatcherOptions::interval.
 
   // 5. The kubelet.
   health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, *sysfs_, *segment_,
@@ -278,16 +288,51 @@ HttpResponse DraAgent::Readyz() {
   return {200, "text/plain", "ready\n"};
 }
 
-void DraAgent::Run(const std::atomic<bool>& stop, const std::function<void()>& on_heartbeat) {
-  // Sleeps in short slices so a SIGTERM is acted on within ~50 ms, not a whole interval.
-  constexpr auto kSlice = std::chrono::milliseconds(50);
-  while (!stop.load()) {
-    segment_->Heartbeat();
-    if (on_heartbeat) on_heartbeat();
-    for (auto slept = std::chrono::milliseconds(0); slept < kHeartbeatInterval && !stop.load();
-         slept += kSlice) {
-      std::this_thread::sleep_for(kSlice);
+namespace {
+
+// A periodic CLOCK_MONOTONIC timerfd, first expiring one period from now.
+Result<UniqueFd> PeriodicTimer(std::chrono::nanoseconds period) {
+  UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (!timer) return ErrnoStatus("timerfd_create", errno);
+  itimerspec spec{};
+  spec.it_interval.tv_sec = static_cast<time_t>(period.count() / 1'000'000'000);
+  spec.it_interval.tv_nsec = static_cast<long>(period.count() % 1'000'000'000);
+  spec.it_value = spec.it_interval;
+  if (::timerfd_settime(timer.get(), 0, &spec, nullptr) != 0) {
+    return ErrnoStatus("timerfd_settime", errno);
+  }
+  return timer;
+}
+
+// Consumes a timerfd's expirations; true when it had expired.
+bool Expired(const pollfd& p) {
+  uint64_t expirations = 0;
+  return p.revents != 0 && ::read(p.fd, &expirations, sizeof expirations) == sizeof expirations;
+}
+
+}  // namespace
+
+Status DraAgent::Run(int stop_fd, const std::function<void()>& on_heartbeat) {
+  ASSIGN_OR_RETURN(UniqueFd heartbeat, PeriodicTimer(kHeartbeatInterval));
+  ASSIGN_OR_RETURN(UniqueFd topology, PeriodicTimer(TopologyWatcherOptions{}.interval));
+  segment_->Heartbeat();
+  if (on_heartbeat) on_heartbeat();
+  while (true) {
+    // A SIGTERM (readable stop_fd) ends the wait at once, whatever is left of the interval.
+    pollfd fds[3] = {
+        {stop_fd, POLLIN, 0}, {heartbeat.get(), POLLIN, 0}, {topology.get(), POLLIN, 0}};
+    int n;
+    do {
+      n = ::poll(fds, 3, -1);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return ErrnoStatus("poll", errno);
+    if (fds[0].revents != 0) return Status::Ok();
+    if (Expired(fds[1])) {
+      segment_->Heartbeat();
+      if (on_heartbeat) on_heartbeat();
     }
+    // Counted in the watcher's stats; the next poll retries.
+    if (Expired(fds[2])) watcher_->Poll().status().IgnoreError();
   }
 }
 
@@ -295,10 +340,9 @@ void DraAgent::Stop() {
   if (streamer_) streamer_->Stop();
   if (kubelet_) kubelet_->Shutdown();
   // Slices stay in the API: the next start adopts them, as the kubelet expects.
-  stop_threads_ = true;
   if (publisher_) publisher_->Stop();
+  publisher_thread_.request_stop();
   if (publisher_thread_.joinable()) publisher_thread_.join();
-  if (watcher_thread_.joinable()) watcher_thread_.join();
   if (http_) http_->Stop();
 }
 

@@ -49,9 +49,12 @@ class DraAgent {
   DraAgent(const DraAgent&) = delete;
   DraAgent& operator=(const DraAgent&) = delete;
 
-  // Heartbeats into shared memory every second until `stop`, calling `on_heartbeat` after each
-  // (main sends systemd's WATCHDOG=1 there); returns then.
-  void Run(const std::atomic<bool>& stop, const std::function<void()>& on_heartbeat = {});
+  // Heartbeats into shared memory every second (a timerfd) until `stop_fd` becomes readable
+  // (main passes its signalfd; the fd is not read), calling `on_heartbeat` after each (main sends
+  // systemd's WATCHDOG=1 there); returns then, or with the error of the timers or the wait.
+  // The same thread polls the topology watcher (CPU hotplug) every 10 s on a second timerfd.
+  // Between the timers the thread blocks in the kernel.
+  Status Run(int stop_fd, const std::function<void()>& on_heartbeat = {});
   void Stop();
 
   bool registered() const { return kubelet_ && kubelet_->registered(); }
@@ -101,9 +104,7 @@ class DraAgent {
   CatalogOptions catalog_options_;
   std::unique_ptr<SlicePublisher> publisher_;
   std::unique_ptr<TopologyWatcher> watcher_;
-  std::atomic<bool> stop_threads_{false};
-  std::thread publisher_thread_;
-  std::thread watcher_thread_;
+  std::jthread publisher_thread_;
   std::unique_ptr<KubeletPluginServer> kubelet_;
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <stop_token>
 #include <vector>
 
 namespace dracpu::kube {
@@ -55,9 +56,51 @@ size_t HeaderCallback(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-int ProgressCallback(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* t = static_cast<Transfer*>(user);
-  return (t->request->cancel != nullptr && t->request->cancel->load()) ? 1 : 0;
+// Runs `h` on a multi handle of its own, so that the wait for data (a watch stream can be idle
+// for minutes) blocks in curl_multi_poll with no periodic wakeup, and a stop request wakes it at
+// once (curl_multi_wakeup). A stop ends the transfer as CURLE_ABORTED_BY_CALLBACK (kCancelled).
+// The connection is not reused afterwards: it lives in that multi handle's cache.
+CURLcode PerformCancellable(CURL* h, const std::stop_token& cancel) {
+  CURLM* multi = curl_multi_init();
+  if (multi == nullptr) return CURLE_OUT_OF_MEMORY;
+  CURLcode result = CURLE_OK;
+  if (curl_multi_add_handle(multi, h) != CURLM_OK) {
+    curl_multi_cleanup(multi);
+    return CURLE_FAILED_INIT;
+  }
+  {
+    std::stop_callback wake(cancel, [multi] { curl_multi_wakeup(multi); });
+    bool done = false;
+    while (!done) {
+      int running = 0;
+      if (curl_multi_perform(multi, &running) != CURLM_OK) {
+        result = CURLE_FAILED_INIT;
+        break;
+      }
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi, &left)) {
+        if (msg->msg == CURLMSG_DONE) {
+          result = msg->data.result;
+          done = true;
+        }
+      }
+      if (done || running == 0) break;
+      if (cancel.stop_requested()) {
+        result = CURLE_ABORTED_BY_CALLBACK;
+        break;
+      }
+      // libcurl shortens the wait to its own next timer (timeouts, keepalive); otherwise the
+      // thread sleeps until data arrives or the stop request wakes it.
+      constexpr int kLongWaitMs = 3600 * 1000;
+      if (curl_multi_poll(multi, nullptr, 0, kLongWaitMs, nullptr) != CURLM_OK) {
+        result = CURLE_FAILED_INIT;
+        break;
+      }
+    }
+  }
+  curl_multi_remove_handle(multi, h);
+  curl_multi_cleanup(multi);
+  return result;
 }
 
 TransportError Classify(CURLcode rc) {
@@ -128,9 +171,7 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &HeaderCallback);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &ProgressCallback);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
     const long connect_ms =
         request.timeout.count() > 0 ? std::min<long>(request.timeout.count(), 10000) : 10000;
@@ -140,7 +181,8 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(h, CURLOPT_USERAGENT, "dracpu-dra-agent");
     ApplyTls(h);
 
-    const CURLcode rc = curl_easy_perform(h);
+    const CURLcode rc = request.cancel.stop_possible() ? PerformCancellable(h, request.cancel)
+                                                       : curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(headers);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,8 +31,9 @@ struct HttpRequest {
   // silently resends a request once when a reused connection turns out to be dead, which for a
   // POST could create an object twice.
   bool fresh_connection = false;
-  // When it becomes true the request is abandoned (within about a second) with kCancelled.
-  const std::atomic<bool>* cancel = nullptr;
+  // When a stop is requested the request is abandoned at once with kCancelled. A request with a
+  // token that can stop waits for its data without any periodic wakeup (watch streams).
+  std::stop_token cancel;
 };
 
 // What went wrong below HTTP. kConnect means the request never reached the server (safe to

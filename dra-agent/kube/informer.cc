@@ -108,12 +108,12 @@ void Informer::Apply(const WatchEvent& event) {
   }
 }
 
-Status Informer::Run(const std::atomic<bool>& stop) {
+Status Informer::Run(std::stop_token stop) {
   Backoff backoff(options_.backoff, random_);
   bool need_list = true;
   int gone_in_a_row = 0;  // 410s with no event in between
   Status last;
-  while (!stop.load()) {
+  while (!stop.stop_requested()) {
     Status s;
     if (need_list) {
       s = ListAndReplace();
@@ -135,9 +135,9 @@ Status Informer::Run(const std::atomic<bool>& stop) {
           [&](const WatchEvent& e) {
             got_events = true;
             Apply(e);
-            return !stop.load();
+            return !stop.stop_requested();
           },
-          &stop);
+          stop);
       if (got_events) gone_in_a_row = 0;
       if (IsGone(s)) {
         {
@@ -149,13 +149,13 @@ Status Informer::Run(const std::atomic<bool>& stop) {
         // Re-list at once: the history moved on, nothing is wrong with the server. A second 410
         // in a row without any event means a fresh list's version is already too old (a
         // server in trouble): back off rather than loop.
-        if (++gone_in_a_row >= 2) clock_.SleepFor(backoff.Next(), &stop);
+        if (++gone_in_a_row >= 2) clock_.SleepFor(backoff.Next(), stop);
         continue;
       }
       if (s.ok() && !got_events && clock_.Now() - started < std::chrono::seconds(1)) {
         // A stream that ends at once with nothing in it (a proxy cutting watches, say) would
         // otherwise make this loop spin: wait as after an error.
-        clock_.SleepFor(backoff.Next(), &stop);
+        clock_.SleepFor(backoff.Next(), stop);
         continue;
       }
       if (s.ok() || got_events) backoff.Reset();
@@ -166,7 +166,7 @@ Status Informer::Run(const std::atomic<bool>& stop) {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.errors;
     }
-    clock_.SleepFor(backoff.Next(), &stop);
+    clock_.SleepFor(backoff.Next(), stop);
   }
   return last;
 }

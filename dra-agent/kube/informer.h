@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,9 @@ class Informer {
   Informer(KubeClient& client, std::string collection, InformerOptions options,
            InformerHandlers handlers, Clock& clock, Random& random);
 
-  // Runs until `stop` becomes true (checked between requests, and within about a second inside
-  // a watch). Returns the last error seen, or OK.
-  Status Run(const std::atomic<bool>& stop);
+  // Runs until a stop is requested on `stop` (which also ends an open watch at once: nothing
+  // polls meanwhile). Returns the last error seen, or OK.
+  Status Run(std::stop_token stop);
 
   // The cached objects, sorted by name.
   std::vector<JsonObject> Snapshot() const;

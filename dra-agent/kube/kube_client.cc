@@ -262,7 +262,7 @@ Result<JsonObject> KubeClient::UpdateWithRetry(std::string_view path,
 
 Status KubeClient::Watch(std::string_view collection, const WatchOptions& options,
                          const std::function<bool(const WatchEvent&)>& on_event,
-                         const std::atomic<bool>* cancel) {
+                         std::stop_token cancel) {
   std::string path(collection);
   AddQuery(&path, "fieldSelector", options.field_selector);
   AddQuery(&path, "labelSelector", options.label_selector);

@@ -28,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -117,12 +118,12 @@ class KubeClient {
                                      int max_attempts = 5);
 
   // One watch request: calls `on_event` for each event until the server ends the stream
-  // (OK), `on_event` returns false (OK), `*cancel` becomes true (CANCELLED), or an error:
+  // (OK), `on_event` returns false (OK), a stop is requested on `cancel` (CANCELLED, at once:
+  // the wait for the next event blocks in the kernel and the request wakes it), or an error:
   // a 410 response or ERROR event with code 410 is OUT_OF_RANGE (IsGone: re-list), other failures
   // as in api_error.h. No retries: reconnecting is the caller's loop (see Informer).
   Status Watch(std::string_view collection, const WatchOptions& options,
-               const std::function<bool(const WatchEvent&)>& on_event,
-               const std::atomic<bool>* cancel = nullptr);
+               const std::function<bool(const WatchEvent&)>& on_event, std::stop_token cancel = {});
 
  private:
   KubeClient(ClusterConfig config, std::unique_ptr<HttpClient> http, const FileSystem& fs,
@@ -137,7 +138,7 @@ class KubeClient {
     // nullopt = options_.request_timeout; zero = no limit (cancellable streams only)
     std::optional<std::chrono::milliseconds> timeout;
     std::function<bool(std::string_view)> on_body_chunk;
-    const std::atomic<bool>* cancel = nullptr;
+    std::stop_token cancel;
   };
   static Call MakeCall(std::string_view method, std::string_view path, std::string body = "");
   // Sends with auth, retries and backoff; a 2xx response, or the error.

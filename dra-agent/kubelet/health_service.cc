@@ -10,4 +10,12 @@ void HealthStreamer::Stop() {
   cv_.notify_all();
 }
 
+void HealthStreamer::Notify() {
+  {
+    std::lock_guard lock(mu_);
+    ++notified_;
+  }
+  cv_.notify_all();
+}
+
 }  // namespace dracpu::dra

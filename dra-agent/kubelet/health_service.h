@@ -1,12 +1,17 @@
 // The kubelet's DRA resource-health stream (v1alpha1 and v1 DRAResourceHealth) over a
-// DeviceHealthSource. Each stream gets the full device list at once, again whenever it changes
-// (checked every poll interval), and at least every resend interval so the kubelet's per-device
-// timeout (health_check_timeout_seconds) never fires while the agent is alive.
+// DeviceHealthSource. Each stream gets the full device list at once, again whenever it changes,
+// and at least every resend interval so the kubelet's per-device timeout
+// (health_check_timeout_seconds) never fires while the agent is alive. A stream checks for
+// changes when Notify() says something happened, when the source's StableFor() runs out, and at
+// the resend interval; it polls (poll interval) only while the source cannot tell how long its
+// answer holds. So an idle, healthy node wakes a stream once per resend interval.
 // Thread safety: any number of concurrent streams; Stop() ends them all promptly.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 #include "dra-agent/prepare/device_health.h"
@@ -16,7 +21,7 @@
 namespace dracpu::dra {
 
 struct HealthStreamOptions {
-  std::chrono::milliseconds poll_interval{1000};
+  std::chrono::milliseconds poll_interval{1000};  // when the source's StableFor() is nullopt
   std::chrono::milliseconds resend_interval{10000};
   int64_t timeout_seconds = 30;  // sent as health_check_timeout_seconds; > 2 resend intervals
 };
@@ -30,6 +35,8 @@ class HealthStreamer {
   template <typename SendFn>
   void Run(grpc::ServerContext* context, SendFn send);
   void Stop();
+  // Something the health depends on changed (e.g. CPUs went offline): every stream checks now.
+  void Notify();
   int64_t timeout_seconds() const { return options_.timeout_seconds; }
 
  private:
@@ -37,7 +44,8 @@ class HealthStreamer {
   const HealthStreamOptions options_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
+  bool stopping_ = false;  // guarded by mu_
+  uint64_t notified_ = 0;  // guarded by mu_; bumped by Notify()
 };
 
 template <typename Proto>
@@ -73,6 +81,7 @@ void HealthStreamer::Run(grpc::ServerContext* context, SendFn send) {
   auto last_sent = std::chrono::steady_clock::now();
   bool first = true;
   std::unique_lock lock(mu_);
+  uint64_t seen = notified_;
   while (!stopping_ && !context->IsCancelled()) {
     lock.unlock();
     std::vector<DeviceHealthReport> now = source_.CurrentHealth();
@@ -83,8 +92,12 @@ void HealthStreamer::Run(grpc::ServerContext* context, SendFn send) {
       last_sent = t;
       first = false;
     }
+    const std::chrono::steady_clock::duration wait = std::min<std::chrono::steady_clock::duration>(
+        source_.StableFor().value_or(options_.poll_interval),
+        last_sent + options_.resend_interval - std::chrono::steady_clock::now());
     lock.lock();
-    cv_.wait_for(lock, options_.poll_interval);
+    cv_.wait_for(lock, wait, [&] { return stopping_ || notified_ != seen; });
+    seen = notified_;
   }
 }
 

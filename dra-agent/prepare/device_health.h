@@ -3,6 +3,8 @@
 // heartbeat is fresh; the implementation decides, the kubelet/ adapter only streams it.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,11 @@ class DeviceHealthSource {
   virtual ~DeviceHealthSource() = default;
   // Every device's current health. Called from gRPC threads; must be thread-safe and cheap.
   virtual std::vector<DeviceHealthReport> CurrentHealth() = 0;
+  // How long the current health is sure to stay as it is unless an event says otherwise (the
+  // stream is told of events through HealthStreamer::Notify). The health stream checks again
+  // after at most this long instead of polling. nullopt: the source cannot tell; the stream
+  // polls at its poll interval.
+  virtual std::optional<std::chrono::milliseconds> StableFor() { return std::nullopt; }
 };
 
 }  // namespace dracpu::dra

@@ -20,7 +20,6 @@ namespace {
 
 // Own-write bookkeeping is bounded: a lost echo must not grow memory forever.
 constexpr size_t kMaxOwnRecords = 4096;
-constexpr std::chrono::milliseconds kStopPoll{200};
 
 int64_t PoolGeneration(const JsonObject& slice) {
   const rapidjson::Value* g = slice.Find("spec.pool.generation");
@@ -123,10 +122,7 @@ void SlicePublisher::MarkDirty(bool immediate) {
   cv_.notify_all();
 }
 
-void SlicePublisher::Stop() {
-  stop_requested_ = true;
-  cv_.notify_all();
-}
+void SlicePublisher::Stop() { stop_.request_stop(); }
 
 SlicePublisherStats SlicePublisher::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -331,18 +327,13 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
   return Status::Ok();
 }
 
-void SlicePublisher::Run(const std::atomic<bool>& stop) {
-  auto stopping = [&] { return stop.load() || stop_requested_.load(); };
-  // Sleeps on the injected clock in short steps, so Stop() and `stop` both end it promptly.
-  auto sleep = [&](std::chrono::milliseconds d) {
-    const auto end = clock_.Now() + d;
-    while (!stopping()) {
-      const auto now = clock_.Now();
-      if (now >= end) return;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - now);
-      clock_.SleepFor(std::min(left, kStopPoll), &stop);
-    }
-  };
+void SlicePublisher::Run(std::stop_token stop) {
+  // Stop() and the caller's stop both end every wait below (condition variable, clock sleeps, the
+  // informer's watch) without any of them polling.
+  std::stop_callback forward(stop, [this] { Stop(); });
+  const std::stop_token token = stop_.get_token();
+  auto stopping = [&] { return token.stop_requested(); };
+  auto sleep = [&](std::chrono::milliseconds d) { clock_.SleepFor(d, token); };
 
   kube::InformerOptions io;
   io.field_selector = field_selector_;
@@ -355,8 +346,8 @@ void SlicePublisher::Run(const std::atomic<bool>& stop) {
   handlers.on_synced = [this] { OnWatchChange(nullptr, false); };
   kube::Informer informer(client_, std::string(kube::kResourceSlicesPath), io, handlers, clock_,
                           random_);
-  std::atomic<bool> informer_stop{false};
-  std::thread informer_thread([&] { informer.Run(informer_stop).IgnoreError(); });
+  std::jthread informer_thread(
+      [&](std::stop_token informer_stop) { informer.Run(informer_stop).IgnoreError(); });
 
   kube::Backoff backoff(options_.backoff, random_);
   bool retry = false;  // the last sync failed: sync again after the backoff, events or not
@@ -369,15 +360,24 @@ void SlicePublisher::Run(const std::atomic<bool>& stop) {
       std::unique_lock<std::mutex> lock(mu_);
       // Events before the first SetDesired keep the pool dirty but must not spin the loop.
       if (!retry) {
-        cv_.wait_for(lock, kStopPoll,
-                     [&] { return (dirty_ && desired_ != nullptr) || stop_requested_.load(); });
+        auto ready = [&] { return dirty_ && desired_ != nullptr; };
+        if (options_.resync_interval.count() > 0) {
+          // Until the next safety-net resync, measured on the injected clock.
+          const auto left = std::max(Clock::Duration::zero(), next_resync - clock_.Now());
+          cv_.wait_for(lock, token, left, ready);
+        } else {
+          cv_.wait(lock, token, ready);
+        }
       }
       dirty = dirty_;
       immediate = immediate_;
       have_desired = desired_ != nullptr;
     }
     if (stopping()) break;
-    if (!have_desired) continue;  // nothing to publish yet; events keep the pool dirty
+    if (!have_desired) {  // nothing to publish yet; events keep the pool dirty
+      next_resync = clock_.Now() + options_.resync_interval;
+      continue;
+    }
     const bool resync_due = options_.resync_interval.count() > 0 && clock_.Now() >= next_resync;
     if (!dirty && !retry && !resync_due) continue;
     if (dirty && !immediate && !retry && options_.debounce.count() > 0) {
@@ -393,7 +393,7 @@ void SlicePublisher::Run(const std::atomic<bool>& stop) {
       sleep(backoff.Next());
     }
   }
-  informer_stop = true;
+  informer_thread.request_stop();
   informer_thread.join();
 }
 

@@ -4,7 +4,7 @@
 //   o.node_name = "node-1";
 //   auto publisher = SlicePublisher::Create(client, clock, random, o);   // Result<unique_ptr>
 //   (*publisher)->SetDesired(*std::move(catalog));     // again whenever topology or config change
-//   std::thread t([&] { (*publisher)->Run(stop); });  // until `stop` (or Stop())
+//   std::jthread t([&](std::stop_token stop) { (*publisher)->Run(stop); });  // or Stop()
 //   (*publisher)->published();  (*publisher)->stats();  // readiness, /metrics
 //
 // One sync (SyncOnce) follows the Go kubeletplugin helper (protocols.md §7.2) for our one pool
@@ -31,8 +31,9 @@
 // pool dirty, and after `debounce` (so a burst gives one sync) the loop syncs. SetDesired syncs
 // without debounce. Failed syncs wait a capped exponential backoff with jitter (`backoff`, the
 // injected Clock and Random), so the loop never hot-loops; a success resets it. When idle the
-// loop sleeps on a condition variable (woken by events, SetDesired or Stop), plus a full sync
-// every `resync_interval` as a safety net.
+// loop sleeps on a condition variable (woken by events, SetDesired or Stop) until the next full
+// sync, every `resync_interval`, a safety net: nothing polls in between, so an idle publisher does
+// not wake up.
 //
 // Thread safety: SetDesired, Stop, stats, published and SyncOnce may be called from any thread;
 // syncs are serialized. Run is called once.
@@ -46,6 +47,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -109,11 +111,11 @@ class SlicePublisher {
   // the API error that stopped it (the next sync starts over).
   Status SyncOnce();
 
-  // Runs the informer and the sync loop until `stop` becomes true or Stop() is called; returns
-  // within about a second of that (the sync loop notices within 200 ms, the informer's open watch
-  // within about a second; a request in flight finishes or times out first). Slices are left in
-  // place: the next start adopts them.
-  void Run(const std::atomic<bool>& stop);
+  // Runs the informer and the sync loop until a stop is requested on `stop` or Stop() is called;
+  // returns promptly then (every wait, the informer's open watch included, is woken by the
+  // request; a request in flight finishes or times out first). Slices are left in place: the
+  // next start adopts them.
+  void Run(std::stop_token stop);
   void Stop();
 
   bool published() const { return published_.load(); }
@@ -143,7 +145,7 @@ class SlicePublisher {
   std::vector<std::pair<std::string, kube::JsonObject>> written_;  // guarded by sync_mu_
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;
   std::shared_ptr<const Desired> desired_;                    // guarded by mu_
   bool dirty_ = false;                                        // guarded by mu_
   bool immediate_ = false;                                    // guarded by mu_
@@ -151,7 +153,7 @@ class SlicePublisher {
   std::set<std::string> own_deletes_;                         // guarded by mu_
   SlicePublisherStats stats_;                                 // guarded by mu_
   std::atomic<bool> published_{false};
-  std::atomic<bool> stop_requested_{false};
+  std::stop_source stop_;  // Stop(), or the stop of Run's token
 };
 
 // The desired index encoded in a slice name made from SliceGenerateName(index, node):

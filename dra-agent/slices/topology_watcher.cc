@@ -1,12 +1,9 @@
 #include "dra-agent/slices/topology_watcher.h"
 
-#include <algorithm>
-
 namespace dracpu::dra {
 namespace {
 
 constexpr char kOnlinePath[] = "sys/devices/system/cpu/online";
-constexpr std::chrono::milliseconds kStopPoll{200};
 
 }  // namespace
 
@@ -59,14 +56,10 @@ Result<bool> TopologyWatcher::Poll() {
   return true;
 }
 
-void TopologyWatcher::Run(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
+void TopologyWatcher::Run(std::stop_token stop) {
+  while (!stop.stop_requested()) {
     Poll().status().IgnoreError();  // counted in stats; the next poll retries
-    const auto end = clock_.Now() + options_.interval;
-    while (!stop.load() && clock_.Now() < end) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_.Now());
-      clock_.SleepFor(std::min(left, kStopPoll), &stop);
-    }
+    clock_.SleepFor(options_.interval, stop);
   }
 }
 

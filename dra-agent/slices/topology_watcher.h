@@ -2,7 +2,7 @@
 // DeviceCatalog and re-publish (SlicePublisher::SetDesired).
 //
 //   TopologyWatcher watcher(fs, clock, initial_topology, [&](const CpuTopology& t) { ... });
-//   std::thread t([&] { watcher.Run(stop); });   // polls every `interval` (10 s)
+//   std::jthread t([&](std::stop_token stop) { watcher.Run(stop); });  // every `interval` (10 s)
 //
 // A poll reads <root>/sys/devices/system/cpu/online and stops there when its text is the one
 // seen last time (one small read: cheap when nothing changed). Otherwise (and on kernels without
@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <stop_token>
 #include <string>
 
 #include "common/clock.h"
@@ -53,8 +54,9 @@ class TopologyWatcher {
 
   // One poll. Returns whether the callback ran, or the read/discovery error.
   Result<bool> Poll();
-  // Polls every `interval` until `stop` becomes true.
-  void Run(const std::atomic<bool>& stop);
+  // Polls every `interval` until a stop is requested on `stop`; in between the thread sleeps in
+  // the kernel (one wakeup per interval, none to check for the stop).
+  void Run(std::stop_token stop);
 
   TopologyWatcherStats stats() const;
 

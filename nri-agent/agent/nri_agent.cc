@@ -1,6 +1,7 @@
 #include "nri-agent/agent/nri_agent.h"
 
 #include <glog/logging.h>
+#include <pthread.h>
 
 #include <cstdio>
 #include <sstream>
@@ -210,15 +211,19 @@ void NriAgent::OnStale() {
 
 void NriAgent::StartWatcher() {
   StopWatcher();
-  watcher_stop_ = false;
   const shm::Segment* seg = segment_.get();
   uint64_t seen = seg->generation();
   std::weak_ptr<bool> alive = alive_;
-  watcher_ = std::thread([this, seg, seen, alive]() mutable {
-    while (!watcher_stop_.load()) {
-      auto r = seg->WaitForChange(seen, std::chrono::milliseconds(200));
+  watcher_ = std::jthread([this, seg, seen, alive](std::stop_token stop) mutable {
+    pthread_setname_np(pthread_self(), "shm-watcher");
+    // Blocks on the segment's futex until the dra-agent writes; StopWatcher's request wakes it.
+    // The timeout only bounds a stop request that raced the wait (see WaitForChange).
+    constexpr auto kWaitBound = std::chrono::seconds(30);
+    while (!stop.stop_requested()) {
+      auto r = seg->WaitForChange(seen, kWaitBound, nullptr, stop);
       if (!r.ok()) {
-        if (r.status().code() != StatusCode::kDeadlineExceeded) {
+        const StatusCode code = r.status().code();
+        if (code != StatusCode::kDeadlineExceeded && code != StatusCode::kCancelled) {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         continue;
@@ -236,7 +241,7 @@ void NriAgent::StartWatcher() {
 }
 
 void NriAgent::StopWatcher() {
-  watcher_stop_ = true;
+  watcher_.request_stop();
   if (watcher_.joinable()) watcher_.join();
 }
 

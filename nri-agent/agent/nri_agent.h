@@ -118,8 +118,7 @@ class NriAgent : public nri::PluginHandler {
   policy::PinningPolicy policy_;
   std::unique_ptr<shm::Segment> segment_;
   std::unique_ptr<nri::ReconnectingPlugin> plugin_;
-  std::thread watcher_;
-  std::atomic<bool> watcher_stop_{false};
+  std::jthread watcher_;
   std::atomic<bool> change_posted_{false};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::chrono::steady_clock::time_point started_;

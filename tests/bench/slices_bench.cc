@@ -150,8 +150,7 @@ void MeasureIdle(std::chrono::milliseconds idle) {
   auto publisher = NewPublisher();
   if (!catalog.ok() || publisher == nullptr) return;
   publisher->SetDesired(*std::move(catalog));
-  std::atomic<bool> stop{false};
-  std::thread run([&] { publisher->Run(stop); });
+  std::jthread run([&](std::stop_token stop) { publisher->Run(stop); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (publisher->stats().syncs < 2 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -165,7 +164,7 @@ void MeasureIdle(std::chrono::milliseconds idle) {
   const double wall =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const uint64_t syncs = publisher->stats().syncs - syncs_before;
-  stop = true;
+  run.request_stop();
   run.join();
   std::printf(
       "idle publisher loop (watch open, simulator in-process): %.2f ms CPU over %.0f ms "

@@ -96,10 +96,11 @@ class SlicePublisherTest : public ::testing::Test {
     return publishers_.back().get();
   }
   void StartRun(SlicePublisher& p) {
-    run_ = std::thread([this, &p] { p.Run(stop_); });
+    stop_ = std::stop_source();
+    run_ = std::thread([this, &p] { p.Run(stop_.get_token()); });
   }
   void StopRun() {
-    stop_ = true;
+    stop_.request_stop();
     if (run_.joinable()) run_.join();
   }
   // Publishes the 300-CPU catalog once and returns the slices.
@@ -133,7 +134,7 @@ class SlicePublisherTest : public ::testing::Test {
   DefaultRandom random_;
   pubtest::SimEnv env_;
   std::vector<std::unique_ptr<SlicePublisher>> publishers_;  // after env_: destroyed first
-  std::atomic<bool> stop_{false};
+  std::stop_source stop_;
   std::thread run_;
 };
 

@@ -102,14 +102,14 @@ TEST_F(TopologyWatcherTest, ErrorsAreCountedAndTheNextPollRecovers) {
 }
 
 TEST_F(TopologyWatcherTest, RunPollsEveryIntervalUntilStopped) {
-  std::atomic<bool> stop{false};
+  std::stop_source stop;
   std::atomic<int> changes{0};
   TopologyWatcherOptions o;
   o.interval = std::chrono::milliseconds(10000);
   testing::FakeClock clock(std::chrono::milliseconds(1));
   TopologyWatcher w(
       *fs_, clock, initial_, [&](const CpuTopology&) { ++changes; }, o);
-  std::thread t([&] { w.Run(stop); });
+  std::thread t([&] { w.Run(stop.get_token()); });
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (w.stats().polls < 3 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -118,7 +118,7 @@ TEST_F(TopologyWatcherTest, RunPollsEveryIntervalUntilStopped) {
   while (changes.load() == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  stop = true;
+  stop.request_stop();
   t.join();
   EXPECT_EQ(changes.load(), 1);
   // Polls are `interval` apart in (virtual) time, and most are the cheap read only.

@@ -21,14 +21,14 @@ class FakeClock final : public Clock {
     std::lock_guard<std::mutex> lock(mu_);
     return now_;
   }
-  bool SleepFor(Duration d, const std::atomic<bool>* cancel) override {
+  bool SleepFor(Duration d, std::stop_token cancel) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       sleeps_.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(d));
       now_ += d;
     }
     if (real_sleep_.count() > 0) std::this_thread::sleep_for(real_sleep_);
-    return cancel == nullptr || !cancel->load();
+    return !cancel.stop_requested();
   }
   void Advance(Duration d) {
     std::lock_guard<std::mutex> lock(mu_);

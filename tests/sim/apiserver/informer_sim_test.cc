@@ -82,10 +82,11 @@ class InformerSimTest : public ::testing::Test {
     };
     handlers.on_delete = [this](const JsonObject& o) { Log("delete " + o.Name()); };
     informer_ = std::make_unique<Informer>(*client_, kSlices, options, handlers, clock, random_);
-    thread_ = std::thread([this] { run_status_ = informer_->Run(stop_); });
+    stop_ = std::stop_source();
+    thread_ = std::thread([this] { run_status_ = informer_->Run(stop_.get_token()); });
   }
   void StopInformer() {
-    stop_ = true;
+    stop_.request_stop();
     if (thread_.joinable()) thread_.join();
   }
 
@@ -115,7 +116,7 @@ class InformerSimTest : public ::testing::Test {
   std::unique_ptr<SimApiServer> server_;
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<Informer> informer_;
-  std::atomic<bool> stop_{false};
+  std::stop_source stop_;
   std::thread thread_;
   Status run_status_;
   std::mutex mu_;
@@ -222,9 +223,9 @@ TEST_F(InformerSimTest, OutageBackoffGrowsAndIsCapped) {
   testing::FakeClock clock(std::chrono::milliseconds(1));
   kube::InformerOptions options;  // the default policy
   Informer informer(*client_, kSlices, options, {}, clock, random_);
-  std::thread t([&] { (void)informer.Run(stop_); });
+  std::thread t([&] { (void)informer.Run(stop_.get_token()); });
   ASSERT_TRUE(WaitFor([&] { return clock.sleeps().size() >= 12; }));
-  stop_ = true;
+  stop_.request_stop();
   t.join();
   const std::vector<std::chrono::milliseconds> sleeps = clock.sleeps();
   EXPECT_FALSE(informer.synced());

@@ -348,7 +348,7 @@ TEST_F(KubeClientSimTest, WatchDeliversEventsAndBookmarksAndResumes) {
 
   std::mutex mu;
   std::vector<std::pair<WatchEventType, std::string>> events;  // type, name or bookmark rv
-  std::atomic<bool> stop{false};
+  std::stop_source stop;
   kube::WatchOptions options;
   options.field_selector = "spec.nodeName=n1";
   options.resource_version = list->resource_version;
@@ -363,7 +363,7 @@ TEST_F(KubeClientSimTest, WatchDeliversEventsAndBookmarksAndResumes) {
                                           : e.object.Name());
           return true;
         },
-        &stop);
+        stop.get_token());
   });
   auto count = [&] {
     std::lock_guard<std::mutex> lock(mu);
@@ -381,7 +381,7 @@ TEST_F(KubeClientSimTest, WatchDeliversEventsAndBookmarksAndResumes) {
   ASSERT_TRUE(WaitFor([&] { return count() >= 3; }));
   ASSERT_THAT(writer->Delete(kube::ResourceSlicePath("a")), IsOk());
   ASSERT_TRUE(WaitFor([&] { return count() >= 4; }));
-  stop = true;
+  stop.request_stop();
   watcher.join();
   EXPECT_THAT(watch_status, StatusIs(StatusCode::kCancelled));
   std::string bookmark_rv;
