@@ -51,6 +51,23 @@ class FileSystem {
   virtual Status WriteFileAtomically(std::string_view path, std::string_view content,
                                      mode_t mode) = 0;
 
+  struct FileWrite {
+    std::string path;
+    std::string content;
+    mode_t mode = 0644;
+  };
+  // WriteFileAtomically for several files at once, paying for durability once per batch where
+  // the implementation can: every temp file is written and its writeback started, then each is
+  // fsynced (the first sync commits the others' metadata too), renamed, and each directory
+  // fsynced once. One Status per file, in order; a failed file keeps its old content and does
+  // not affect the others. This default writes them one by one.
+  virtual std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files) {
+    std::vector<Status> out;
+    out.reserve(files.size());
+    for (const FileWrite& f : files) out.push_back(WriteFileAtomically(f.path, f.content, f.mode));
+    return out;
+  }
+
   // Removes a file; NOT_FOUND when it did not exist.
   virtual Status RemoveFile(std::string_view path) = 0;
 

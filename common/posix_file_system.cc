@@ -127,16 +127,9 @@ class PosixFileSystem final : public FileSystem {
   Status WriteFileAtomically(std::string_view path, std::string_view content,
                              mode_t mode) override {
     ASSIGN_OR_RETURN(const std::string rel, Relative(path));
-    // Unique per process and call, so concurrent writers never share a temp file; the name does
-    // not end in .json/.yaml, so CDI watchers ignore it until the rename.
-    static std::atomic<uint64_t> counter{0};
-    const std::string tmp = rel + ".tmp." + std::to_string(::getpid()) + "." +
-                            std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
-    UniqueFd fd(::openat(root_fd_.get(), tmp.c_str(),
-                         O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
-    if (!fd) return ErrnoStatus("create " + HostPath(tmp), errno);
-    Status status = WriteAll(fd.get(), content, tmp);
-    if (status.ok() && ::fchmod(fd.get(), mode) != 0) status = ErrnoStatus("chmod " + tmp, errno);
+    const std::string tmp = TempNameFor(rel);
+    UniqueFd fd;
+    Status status = WriteTemp(tmp, content, mode, &fd);
     if (status.ok() && ::fsync(fd.get()) != 0)
       status = ErrnoStatus("fsync " + HostPath(tmp), errno);
     fd.Reset();
@@ -147,10 +140,57 @@ class PosixFileSystem final : public FileSystem {
       ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
       return status;
     }
-    UniqueFd dir(
-        ::openat(root_fd_.get(), ParentOf(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir) ::fsync(dir.get());  // best effort: the rename is already visible
+    SyncDirectory(ParentOf(rel));
     return Status::Ok();
+  }
+
+  std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files) override {
+    struct Temp {
+      std::string rel;
+      std::string tmp;
+      UniqueFd fd;
+    };
+    std::vector<Status> out(files.size());
+    std::vector<Temp> temps(files.size());
+    // 1. Every temp file written, and its writeback started without waiting for it.
+    for (size_t i = 0; i < files.size(); ++i) {
+      Result<std::string> rel = Relative(files[i].path);
+      if (!rel.ok()) {
+        out[i] = rel.status();
+        continue;
+      }
+      temps[i].rel = *rel;
+      temps[i].tmp = TempNameFor(*rel);
+      out[i] = WriteTemp(temps[i].tmp, files[i].content, files[i].mode, &temps[i].fd);
+      if (out[i].ok()) ::sync_file_range(temps[i].fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
+    }
+    // 2. Each made durable: the data is already on its way, and the first fsync's journal
+    // commit usually covers the other files' metadata, so the rest cost little.
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (!out[i].ok()) continue;
+      if (::fsync(temps[i].fd.get()) != 0) {
+        out[i] = ErrnoStatus("fsync " + HostPath(temps[i].tmp), errno);
+      }
+      temps[i].fd.Reset();
+    }
+    // 3. Renamed into place; 4. each directory synced once.
+    std::vector<std::string> dirs;
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (temps[i].tmp.empty()) continue;  // the path was refused
+      if (out[i].ok() && ::renameat(root_fd_.get(), temps[i].tmp.c_str(), root_fd_.get(),
+                                    temps[i].rel.c_str()) != 0) {
+        out[i] = ErrnoStatus("rename " + HostPath(temps[i].tmp) + " to " + HostPath(files[i].path),
+                             errno);
+      }
+      if (!out[i].ok()) {
+        ::unlinkat(root_fd_.get(), temps[i].tmp.c_str(), 0);
+        continue;
+      }
+      const std::string dir = ParentOf(temps[i].rel);
+      if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    }
+    for (const std::string& dir : dirs) SyncDirectory(dir);
+    return out;
   }
 
   Status RemoveFile(std::string_view path) override {
@@ -184,6 +224,34 @@ class PosixFileSystem final : public FileSystem {
   }
 
  private:
+  // Unique per process and call, so concurrent writers never share a temp file; the name does
+  // not end in .json/.yaml, so CDI watchers ignore it until the rename.
+  static std::string TempNameFor(const std::string& rel) {
+    static std::atomic<uint64_t> counter{0};
+    return rel + ".tmp." + std::to_string(::getpid()) + "." +
+           std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
+  }
+
+  // Creates `tmp` with `content` and `mode`; on failure the file is removed and *fd is closed.
+  Status WriteTemp(const std::string& tmp, std::string_view content, mode_t mode, UniqueFd* fd) {
+    *fd = UniqueFd(::openat(root_fd_.get(), tmp.c_str(),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode));
+    if (!*fd) return ErrnoStatus("create " + HostPath(tmp), errno);
+    Status status = WriteAll(fd->get(), content, tmp);
+    if (status.ok() && ::fchmod(fd->get(), mode) != 0) status = ErrnoStatus("chmod " + tmp, errno);
+    if (!status.ok()) {
+      fd->Reset();
+      ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
+    }
+    return status;
+  }
+
+  // Best effort: the renames are already visible; this makes them survive a crash.
+  void SyncDirectory(const std::string& rel_dir) {
+    UniqueFd dir(::openat(root_fd_.get(), rel_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir) ::fsync(dir.get());
+  }
+
   static Status WriteAll(int fd, std::string_view content, const std::string& what) {
     while (!content.empty()) {
       const ssize_t n = ::write(fd, content.data(), content.size());

@@ -13,11 +13,25 @@ std::string CdiStore::PathOf(std::string_view claim_uid) const {
 Status CdiStore::EnsureDirectory() { return fs_.MakeDirectories(dir_, 0755); }
 
 Status CdiStore::Write(std::string_view claim_uid, const CpuSet& cpus) {
-  RETURN_IF_ERROR(ValidateClaimUid(claim_uid));
-  if (cpus.Empty()) {
-    return InvalidArgumentError("claim " + std::string(claim_uid) + ": no CPUs to write");
+  return std::move(WriteAll({{std::string(claim_uid), cpus}}).front());
+}
+
+std::vector<Status> CdiStore::WriteAll(const std::vector<std::pair<std::string, CpuSet>>& claims) {
+  std::vector<Status> out(claims.size());
+  std::vector<FileSystem::FileWrite> files;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const auto& [uid, cpus] = claims[i];
+    out[i] = ValidateClaimUid(uid);
+    if (out[i].ok() && cpus.Empty())
+      out[i] = InvalidArgumentError("claim " + uid + ": no CPUs to write");
+    if (!out[i].ok()) continue;
+    files.push_back({PathOf(uid), RenderCdiSpec(uid, cpus), 0644});
+    which.push_back(i);
   }
-  return fs_.WriteFileAtomically(PathOf(claim_uid), RenderCdiSpec(claim_uid, cpus), 0644);
+  std::vector<Status> written = fs_.WriteFilesAtomically(files);
+  for (size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(written[k]);
+  return out;
 }
 
 Status CdiStore::Remove(std::string_view claim_uid) {

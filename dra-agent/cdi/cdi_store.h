@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/claim_env.h"
@@ -23,6 +24,9 @@ class CdiStore {
   Status EnsureDirectory();
   // Writes (or replaces) the claim's spec, mode 0644 like the CDI library.
   Status Write(std::string_view claim_uid, const CpuSet& cpus);
+  // Write for several claims, made durable together (FileSystem::WriteFilesAtomically: one
+  // directory fsync for all of them). One Status per claim, in order.
+  std::vector<Status> WriteAll(const std::vector<std::pair<std::string, CpuSet>>& claims);
   // Removes the claim's spec; OK when it does not exist.
   Status Remove(std::string_view claim_uid);
 

@@ -90,21 +90,49 @@ CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology,
 
 std::string CpuClaimPreparer::ClaimKey(const ClaimRef& ref) const { return Key(ref); }
 
+size_t CpuClaimPreparer::ClaimStripe(const std::string& uid) const {
+  return std::hash<std::string>{}(uid) % claim_locks_.size();
+}
+
 std::mutex& CpuClaimPreparer::ClaimLock(const std::string& uid) {
-  return claim_locks_[std::hash<std::string>{}(uid) % claim_locks_.size()];
+  return claim_locks_[ClaimStripe(uid)];
 }
 
 std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
     const std::vector<ClaimRef>& claims) {
-  std::map<std::string, ClaimPrepareResult> out;
+  const auto start = Clock::now();
+  // Every claim of the call stays locked until its spec is durable. Stripes are taken once
+  // each, in index order, so two calls (or two claims on one stripe) never deadlock.
+  std::vector<size_t> stripes;
+  for (const ClaimRef& ref : claims) stripes.push_back(ClaimStripe(ref.uid));
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (size_t i : stripes) locks.emplace_back(claim_locks_[i]);
+
+  std::vector<Staged> staged;
+  staged.reserve(claims.size());
   for (const ClaimRef& ref : claims) {
-    const auto start = Clock::now();
-    ClaimPrepareResult r = PrepareOne(ref);
+    if (Status s = ValidateClaimUid(ref.uid); !s.ok()) {
+      staged.push_back({});
+      staged.back().result = {{}, "claim " + Key(ref) + ": " + s.message()};
+      continue;
+    }
+    staged.push_back(Stage(ref));
+  }
+  Commit(claims, staged);
+  locks.clear();
+
+  std::map<std::string, ClaimPrepareResult> out;
+  // Each claim's latency is the call's: its spec became durable with the others'.
+  const double seconds = SecondsSince(start);
+  for (size_t i = 0; i < claims.size(); ++i) {
+    ClaimPrepareResult& r = staged[i].result;
     if (prepare_total_ != nullptr) {
       prepare_total_->Add({r.error.empty() ? "success" : "error"}, 1);
-      prepare_seconds_->Observe({}, SecondsSince(start));
+      prepare_seconds_->Observe({}, seconds);
     }
-    out[ref.uid] = std::move(r);
+    out[claims[i].uid] = std::move(r);
   }
   return out;
 }
@@ -222,12 +250,12 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
   return chosen;
 }
 
-ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
+CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
   auto fail = [&](const Status& s) {
-    return ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()};
+    Staged out;
+    out.result = ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()};
+    return out;
   };
-  if (Status s = ValidateClaimUid(ref.uid); !s.ok()) return fail(s);
-  std::lock_guard claim_lock(ClaimLock(ref.uid));
 
   auto json = fetch_(ref.namespace_name, ref.name);
   if (!json.ok()) return fail(json.status().WithContext("reading the ResourceClaim"));
@@ -244,23 +272,17 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
     if (r.driver == kDriverNameForClaims) ours.push_back(&r);
   }
   if (ours.empty()) return {};
+  Staged staged;
+  staged.write = true;
+  staged.result = {Devices(*claim, ours), ""};
 
   // A repeated Prepare: the same CPUs again.
   auto existing = segment_.FindClaim(ref.uid);
   if (!existing.ok()) return fail(existing.status());
   if (existing->has_value() &&
       static_cast<shm::ClaimState>((*existing)->state) != shm::ClaimState::kReleasing) {
-    const shm::ClaimSpec spec = shm::DecodeClaim(**existing);
-    if (Status s = cdi_.Write(ref.uid, spec.cpus); !s.ok()) return fail(s);
-    if (spec.state != shm::ClaimState::kPrepared) {
-      shm::ClaimSpec prepared = spec;
-      prepared.state = shm::ClaimState::kPrepared;
-      auto txn = segment_.Begin();
-      if (!txn.ok()) return fail(txn.status());
-      if (Status s = txn->UpsertClaim(prepared); !s.ok()) return fail(s);
-      txn->Commit();
-    }
-    return {Devices(*claim, ours), ""};
+    staged.spec = shm::DecodeClaim(**existing);  // the CDI spec is rewritten if missing
+    return staged;
   }
 
   // CPUs that went offline since start-up are neither granted nor counted in the shared pool.
@@ -272,7 +294,7 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
   }
 
   // Place and reserve in one transaction, so concurrent Prepares never overlap.
-  shm::ClaimSpec spec;
+  shm::ClaimSpec& spec = staged.spec;
   {
     auto txn = segment_.Begin();
     if (!txn.ok()) return fail(txn.status());
@@ -307,19 +329,52 @@ ClaimPrepareResult CpuClaimPreparer::PrepareOne(const ClaimRef& ref) {
     txn->Commit();
   }
 
-  // Durable record, then acknowledge. Any failure undoes the reservation.
-  Status written = cdi_.Write(ref.uid, spec.cpus);
-  if (written.ok()) {
-    spec.state = shm::ClaimState::kPrepared;
-    auto txn = segment_.Begin();
-    written = txn.ok() ? txn->UpsertClaim(spec) : txn.status();
+  staged.reserved = true;
+  return staged;
+}
+
+// The claims' specs are written together (WriteAll: one directory fsync for the whole call), then
+// every written claim is recorded kPrepared in one transaction; a claim whose spec could not be
+// written loses the reservation it made (nothing half-done) and reports the error.
+void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged) {
+  std::vector<std::pair<std::string, CpuSet>> specs;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < staged.size(); ++i) {
+    if (!staged[i].write) continue;
+    specs.emplace_back(refs[i].uid, staged[i].spec.cpus);
+    which.push_back(i);
   }
-  if (!written.ok()) {
-    cdi_.Remove(ref.uid).IgnoreError();  // best effort: the reservation goes either way
-    if (auto txn = segment_.Begin(); txn.ok()) txn->RemoveClaim(ref.uid).status().IgnoreError();
-    return fail(written);
+  if (specs.empty()) return;
+  std::vector<Status> written = cdi_.WriteAll(specs);
+  std::vector<size_t> to_mark;
+  for (size_t k = 0; k < which.size(); ++k) {
+    Staged& s = staged[which[k]];
+    if (written[k].ok()) {
+      if (s.spec.state != shm::ClaimState::kPrepared) to_mark.push_back(which[k]);
+      continue;
+    }
+    s.result = {{}, "claim " + Key(refs[which[k]]) + ": " + written[k].message()};
+    if (s.reserved) {
+      cdi_.Remove(refs[which[k]].uid).IgnoreError();  // best effort: the reservation goes anyway
+      if (auto txn = segment_.Begin(); txn.ok()) {
+        txn->RemoveClaim(refs[which[k]].uid).status().IgnoreError();
+      }
+    }
   }
-  return {Devices(*claim, ours), ""};
+  if (to_mark.empty()) return;
+  auto txn = segment_.Begin();
+  for (size_t i : to_mark) {
+    Staged& s = staged[i];
+    s.spec.state = shm::ClaimState::kPrepared;
+    Status marked = txn.ok() ? txn->UpsertClaim(s.spec) : txn.status();
+    if (marked.ok()) continue;
+    s.result = {{}, "claim " + Key(refs[i]) + ": " + marked.message()};
+    if (s.reserved) {
+      cdi_.Remove(refs[i].uid).IgnoreError();
+      if (txn.ok()) txn->RemoveClaim(refs[i].uid).status().IgnoreError();
+    }
+  }
+  if (txn.ok()) txn->Commit();
 }
 
 std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {

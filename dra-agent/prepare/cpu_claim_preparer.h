@@ -12,8 +12,11 @@
 //      the device's group, chosen by the allocator with the node policy and the claim's
 //      overrides, or the claim's explicit cpuConfig.cpuset (validated); results get disjoint
 //      CPUs. Refused when the shared pool would fall below minSharedCPUs. Recorded kReserved.
-//   4. CDI spec written atomically; on failure the reservation is removed (nothing half-done).
-//   5. Recorded kPrepared; devices returned (one per result, all with the claim's CDI id).
+//   4. The CDI specs of every claim of the call are written atomically together, with one
+//      directory fsync for the call (CdiStore::WriteAll), while those claims stay locked; a claim
+//      whose spec fails loses its reservation (nothing half-done).
+//   5. Recorded kPrepared (one transaction); devices returned (one per result, all with the
+//      claim's CDI id).
 // Unprepare: mark kReleasing, remove the CDI spec (on failure: back to kPrepared, CPUs stay
 // held, error returned), remove the claim. An unknown claim is success.
 // Reconcile (before registering with the kubelet): shared memory and the CDI files are made to
@@ -78,7 +81,16 @@ class CpuClaimPreparer final : public ClaimPreparer {
   std::string ClaimKey(const ClaimRef& ref) const;
 
  private:
-  ClaimPrepareResult PrepareOne(const ClaimRef& ref);
+  // A claim through steps 1-3: `result` is final unless `write` (its spec still has to be
+  // written: `spec`, reserved by this call when `reserved`).
+  struct Staged {
+    ClaimPrepareResult result;
+    bool write = false;
+    bool reserved = false;
+    shm::ClaimSpec spec;
+  };
+  Staged Stage(const ClaimRef& ref);  // the claim's stripe is held
+  void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged);  // steps 4-5
   std::string UnprepareOne(const ClaimRef& ref);
   Result<CpuSet> Place(const ResourceClaimView& claim,
                        const std::vector<const AllocationResultView*>& results, const CpuSet& free,
@@ -86,6 +98,7 @@ class CpuClaimPreparer final : public ClaimPreparer {
   std::vector<PreparedDevice> Devices(
       const ResourceClaimView& claim,
       const std::vector<const AllocationResultView*>& results) const;
+  size_t ClaimStripe(const std::string& uid) const;
   std::mutex& ClaimLock(const std::string& uid);
 
   const CpuTopology& topology_;
