@@ -5,14 +5,22 @@
 // p99 < 5 ms. Printed with the ratio to a bare gRPC unary round trip over a unix socket (GetInfo
 // on the registration socket) measured in the same run. Each iteration's claim is unprepared
 // outside the timed region.
+//
+// Durable but cheap (issue 15, item 4): Prepare of 1, 8 and 32 claims in one call with the CDI
+// directory on tmpfs and on a disk-backed directory (/var/tmp), each printed as a ratio to the
+// one-claim call on the same directory (target on disk: 8 claims < 2x one claim) and to an empty
+// fsync there (create an empty file, fsync it and its directory: the least a durable write pays).
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -48,6 +56,7 @@ double Percentile(std::vector<double> v, double p) {
 
 struct Fixture {
   std::string dir;
+  std::string cdi_dir;
   std::shared_ptr<sim::SimState> state = std::make_shared<sim::SimState>();
   std::unique_ptr<sim::SimApiServer> api;
   SystemClock clock;
@@ -65,10 +74,14 @@ struct Fixture {
   std::unique_ptr<pluginregistration::Registration::Stub> registration;
   bool ok = false;
 
-  Fixture() {
+  // `cdi_base`: where the CDI directory goes (tmpfs or disk); shared memory is always on tmpfs.
+  explicit Fixture(const std::string& cdi_base = "/dev/shm") {
     char tmpl[] = "/dev/shm/dracpu-bench-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) return;
     dir = tmpl;
+    std::string cdi_tmpl = cdi_base + "/dracpu-bench-cdi-XXXXXX";
+    if (::mkdtemp(cdi_tmpl.data()) == nullptr) return;
+    cdi_dir = cdi_tmpl;
     api = sim::SimApiServer::Start({}, state).value();
     state->AddNode("node-a", "uid-node-a");
     fs = NewPosixFileSystem("/").value();
@@ -84,7 +97,7 @@ struct Fixture {
     so.create_if_missing = true;
     so.node_name = "node-a";
     segment = shm::Segment::Open(dir + "/state.shm", so).value();
-    cdi = std::make_unique<dra::CdiStore>(*fs, dir + "/cdi");
+    cdi = std::make_unique<dra::CdiStore>(*fs, cdi_dir + "/cdi");
     if (!cdi->EnsureDirectory().ok()) return;
     dra::PreparerOptions po;
     po.pool_name = "node-a";
@@ -115,6 +128,7 @@ struct Fixture {
     server.reset();
     std::error_code ec;
     if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    if (!cdi_dir.empty()) std::filesystem::remove_all(cdi_dir, ec);
   }
 };
 
@@ -191,7 +205,131 @@ void BM_PrepareGroupedClaim(benchmark::State& state) {
 }
 BENCHMARK(BM_PrepareGroupedClaim)->UseRealTime()->Iterations(500);
 
+// --- issue 15, item 4: one call of N claims, CDI on tmpfs or on disk -------------------------
+
+Fixture& DiskFixture() {
+  static Fixture* f = new Fixture("/var/tmp");
+  return *f;
+}
+
+// Create an empty file, fsync it, fsync the directory, remove it: the floor of one durable write
+// in `dir`. Median of `rounds`, in µs.
+double EmptyFsyncMicros(const std::string& dir, int rounds = 40) {
+  std::vector<double> v;
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int i = 0; i < rounds; ++i) {
+    const std::string path = dir + "/empty-" + std::to_string(i);
+    const auto t = Clock::now();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+    ::fsync(dfd);
+    v.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+    ::unlink(path.c_str());
+  }
+  if (dfd >= 0) ::close(dfd);
+  return Percentile(v, 0.5);
+}
+
+// Median µs of Prepare calls of `n` claims (8 CPUs each, on the NUMA nodes in turn).
+struct BatchFigures {
+  double median_us = 0;
+  double p99_us = 0;
+};
+std::map<std::pair<bool, int>, BatchFigures>& BatchResults() {
+  static std::map<std::pair<bool, int>, BatchFigures> results;
+  return results;
+}
+
+void BM_PrepareClaimsInOneCall(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const bool disk = state.range(1) != 0;
+  Fixture& f = disk ? DiskFixture() : F();
+  if (!f.ok) return state.SkipWithError("fixture setup failed");
+  std::vector<double> micros;
+  static int serial = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    dra::drav1::NodePrepareResourcesRequest req;
+    std::vector<dra::ClaimRef> refs;
+    for (int k = 0; k < n; ++k) {
+      const std::string uid = "batch" + std::to_string(serial++);
+      f.state->PutResourceClaim(ClaimJson(uid, dra::NumaDeviceName(k % 8), 8));
+      auto* c = req.add_claims();
+      c->set_namespace_("bench");
+      c->set_name("c-" + uid);
+      c->set_uid(uid);
+      refs.push_back({"bench", "c-" + uid, uid});
+    }
+    dra::drav1::NodePrepareResourcesResponse resp;
+    grpc::ClientContext ctx;
+    state.ResumeTiming();
+    const auto t = Clock::now();
+    const grpc::Status s = f.stub->NodePrepareResources(&ctx, req, &resp);
+    micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count());
+    state.PauseTiming();
+    if (!s.ok()) {
+      state.SkipWithError(("prepare failed: " + s.error_message()).c_str());
+      break;
+    }
+    for (const auto& [uid, r] : resp.claims()) {
+      if (!r.error().empty()) state.SkipWithError(("prepare failed: " + r.error()).c_str());
+    }
+    f.preparer->Unprepare(refs);
+    state.ResumeTiming();
+  }
+  BatchFigures b{Percentile(micros, 0.5), Percentile(micros, 0.99)};
+  BatchResults()[{disk, n}] = b;
+  state.counters["median_us"] = b.median_us;
+  state.counters["p99_us"] = b.p99_us;
+  if (const auto one = BatchResults().find({disk, 1}); one != BatchResults().end()) {
+    state.counters["x_one_claim"] = b.median_us / one->second.median_us;
+  }
+}
+BENCHMARK(BM_PrepareClaimsInOneCall)
+    ->ArgsProduct({{1, 8, 32}, {0, 1}})
+    ->ArgNames({"claims", "disk"})
+    ->UseRealTime()
+    ->Iterations(30);
+
+// The summary of item 4, after every batch benchmark ran.
+void PrintBatchSummaryInternal() {
+  if (BatchResults().empty()) return;
+  std::printf("\nPrepare of N claims in one call (median of 30 calls; each claim 8 CPUs):\n");
+  for (const bool disk : {false, true}) {
+    Fixture& f = disk ? DiskFixture() : F();
+    if (!f.ok) continue;
+    const double fsync_us = EmptyFsyncMicros(f.cdi_dir);
+    const auto one = BatchResults().find({disk, 1});
+    if (one == BatchResults().end()) continue;
+    std::printf("  CDI on %-22s empty fsync %7.0f us\n",
+                disk ? "disk (/var/tmp, ext4):" : "tmpfs (/dev/shm):", fsync_us);
+    for (const int n : {1, 8, 32}) {
+      const auto it = BatchResults().find({disk, n});
+      if (it == BatchResults().end()) continue;
+      std::printf("    %2d claims: %8.0f us = %5.2fx one claim, %6.1fx an empty fsync%s\n", n,
+                  it->second.median_us, it->second.median_us / one->second.median_us,
+                  it->second.median_us / fsync_us,
+                  disk && n == 8 ? (it->second.median_us < 2 * one->second.median_us
+                                        ? "  (target < 2x one claim: met)"
+                                        : "  (target < 2x one claim: MISSED)")
+                                 : "");
+    }
+  }
+}
+
 }  // namespace
+
+void PrintBatchSummary() { PrintBatchSummaryInternal(); }
 }  // namespace dracpu
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  dracpu::PrintBatchSummary();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -23,6 +23,7 @@ API (a contract for later tests; keep it):
       runtime_args: extra dracpu-runtime-sim flags (--runtime-name/-version, --nri-version,
       --apply-affinity); the default is a runtime whose NRI allows unsolicited updates.
       dra_agent_args: extra dracpu-dra-agent flags (e.g. --config FILE, write_file() makes one).
+      apiserver_args: extra dracpu-sim-apiserver flags (e.g. --bookmark-interval-ms 60000).
   start()                      everything; returns once the dra-agent is registered and ready and
                                the nri-agent is the runtime's ready plugin
   start_dra_agent(), kill_dra_agent(sig=SIGKILL)   kill waits for the exit
@@ -94,7 +95,7 @@ def fmt(cpus):
 class WholeNode:
     def __init__(self, build_dir, sysfs_root=None, machine=None, shared_dir=None,
                  tmp_prefix="dracpu-node-", node_name="node-1", log=print,
-                 runtime_args=MODERN_RUNTIME, dra_agent_args=()):
+                 runtime_args=MODERN_RUNTIME, dra_agent_args=(), apiserver_args=()):
         self.build = os.path.abspath(build_dir)
         self.node_name = node_name
         self.log = log
@@ -121,6 +122,7 @@ class WholeNode:
         self.api_url = self.dra_http = self.nri_http = None
         self.runtime_args = list(runtime_args)
         self.dra_agent_args = list(dra_agent_args)
+        self.apiserver_args = list(apiserver_args)
         self._claims = {}  # uid -> "ns/name/uid"
 
     # --- processes ---------------------------------------------------------------------------
@@ -186,7 +188,8 @@ class WholeNode:
     def _start_apiserver(self):
         p = self._spawn("apiserver", [self._bin("tests/sim/apiserver/dracpu-sim-apiserver"),
                                       "--port", "0", "--kubeconfig-out", self.kubeconfig,
-                                      "--node", "%s=uid-%s" % (self.node_name, self.node_name)],
+                                      "--node", "%s=uid-%s" % (self.node_name, self.node_name),
+                                      *self.apiserver_args],
                         stdout=subprocess.PIPE)
         self.api_url = p.stdout.readline().strip()
         if not self.api_url.startswith("http"):
