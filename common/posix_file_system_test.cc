@@ -17,6 +17,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Field;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class PosixFileSystemTest : public ::testing::Test {
  protected:
@@ -68,6 +69,36 @@ TEST_F(PosixFileSystemTest, WritesAtomicallyWithMode) {
   EXPECT_EQ(entries->size(), 1u);  // no temp file left behind
   EXPECT_THAT(fs_->RemoveFile("/var/run/cdi/a.json"), IsOk());
   EXPECT_THAT(fs_->RemoveFile("/var/run/cdi/a.json"), StatusIs(StatusCode::kNotFound));
+}
+
+// A batch: each file is written and durable on its own terms; a refused path, a missing
+// directory or a directory in the way fails only its own file, and no temp file stays behind.
+TEST_F(PosixFileSystemTest, WritesABatchAtomicallyWithPerFileResults) {
+  ASSERT_THAT(fs_->MakeDirectories("/cdi", 0755), IsOk());
+  ASSERT_THAT(fs_->MakeDirectories("/cdi/busy.json", 0755), IsOk());  // rename onto it fails
+  ASSERT_THAT(fs_->WriteFileAtomically("/cdi/old.json", "old", 0644), IsOk());
+  const std::vector<Status> out = fs_->WriteFilesAtomically({{"/cdi/a.json", "A", 0644},
+                                                             {"/cdi/../escape.json", "x", 0644},
+                                                             {"/missing/b.json", "B", 0644},
+                                                             {"/cdi/busy.json", "C", 0644},
+                                                             {"/cdi/old.json", "new", 0600}});
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_THAT(out[0], IsOk());
+  EXPECT_THAT(out[1], StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(out[2], StatusIs(StatusCode::kNotFound, HasSubstr("missing")));
+  EXPECT_THAT(out[3], Not(IsOk()));
+  EXPECT_THAT(out[3].message(), HasSubstr("rename"));
+  EXPECT_THAT(out[4], IsOk());
+  EXPECT_THAT(fs_->ReadFile("/cdi/a.json"), IsOkAndHolds(std::string("A")));
+  EXPECT_THAT(fs_->ReadFile("/cdi/old.json"), IsOkAndHolds(std::string("new")));
+  struct stat st;
+  ASSERT_EQ(::stat((root_ + "/cdi/old.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto entries = fs_->ListDirectory("/cdi");
+  ASSERT_THAT(entries, IsOk());
+  EXPECT_THAT(*entries,
+              ElementsAre(Field(&DirEntry::name, "a.json"), Field(&DirEntry::name, "busy.json"),
+                          Field(&DirEntry::name, "old.json")));
 }
 
 TEST(PosixFileSystem, MissingRootIsAnError) {
