@@ -10,19 +10,31 @@ namespace {
 
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
-Result<std::unique_ptr<grpc::Server>> Serve(const std::string& socket_path,
+// One gRPC server on both sockets: one completion queue and one set of sync-server threads for
+// the node's few kubelet calls, instead of a second server (and its pollers) for the one
+// registration exchange. Each socket answers every service; the kubelet only asks each for its
+// own.
+Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<std::string>& socket_paths,
                                             const std::vector<grpc::Service*>& services) {
-  RETURN_IF_ERROR(PrepareSocketPath(socket_path));
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path, grpc::InsecureServerCredentials());
+  for (const std::string& path : socket_paths) {
+    RETURN_IF_ERROR(PrepareSocketPath(path));
+    builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  }
   for (grpc::Service* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) return UnavailableError("cannot serve gRPC on unix socket " + socket_path);
-  // gRPC creates the socket with the process umask; only the kubelet (root) may connect.
-  if (::chmod(socket_path.c_str(), 0600) != 0) {
-    const int err = errno;
-    server->Shutdown();
-    return ErrnoStatus("chmod 0600 " + socket_path, err);
+  if (!server) {
+    std::string names;
+    for (const std::string& p : socket_paths) names += (names.empty() ? "" : ", ") + p;
+    return UnavailableError("cannot serve gRPC on unix sockets " + names);
+  }
+  // gRPC creates the sockets with the process umask; only the kubelet (root) may connect.
+  for (const std::string& path : socket_paths) {
+    if (::chmod(path.c_str(), 0600) != 0) {
+      const int err = errno;
+      server->Shutdown();
+      return ErrnoStatus("chmod 0600 " + path, err);
+    }
   }
   return server;
 }
@@ -44,29 +56,25 @@ Result<std::unique_ptr<KubeletPluginServer>> KubeletPluginServer::Start(
     RegistrationService::StatusCallback on_status) {
   std::unique_ptr<KubeletPluginServer> s(
       new KubeletPluginServer(options, preparer, std::move(on_status)));
-  std::vector<grpc::Service*> dra_services = {&s->v1_, &s->v1beta1_};
-  dra_services.insert(dra_services.end(), options.extra_services.begin(),
-                      options.extra_services.end());
-  ASSIGN_OR_RETURN(s->dra_server_, Serve(options.paths.dra_socket, dra_services));
-  ASSIGN_OR_RETURN(s->registration_server_,
-                   Serve(options.paths.registration_socket, {&s->registration_}));
+  std::vector<grpc::Service*> services = {&s->v1_, &s->v1beta1_};
+  services.insert(services.end(), options.extra_services.begin(), options.extra_services.end());
+  services.push_back(&s->registration_);
+  ASSIGN_OR_RETURN(s->server_,
+                   Serve({options.paths.dra_socket, options.paths.registration_socket}, services));
   return s;
 }
 
 KubeletPluginServer::~KubeletPluginServer() { Shutdown(); }
 
 void KubeletPluginServer::Shutdown() {
-  if (registration_server_) {
-    registration_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-    registration_server_.reset();
-    ::unlink(options_.paths.registration_socket.c_str());
-  }
-  if (dra_server_) {
-    // Streams (health) end when cancelled at the deadline; unary calls finish first.
-    dra_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-    dra_server_.reset();
-    ::unlink(options_.paths.dra_socket.c_str());
-  }
+  if (!server_) return;
+  // The registration socket goes first, so the kubelet's plugin watcher deregisters the plugin
+  // while the DRA service still answers; then unary calls finish and streams (health) end when
+  // cancelled at the deadline.
+  ::unlink(options_.paths.registration_socket.c_str());
+  server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+  server_.reset();
+  ::unlink(options_.paths.dra_socket.c_str());
 }
 
 }  // namespace dracpu::dra

@@ -1,10 +1,12 @@
-// KubeletPluginServer: the dra-agent's two kubelet-facing gRPC servers on unix sockets.
-//  * the DRA service socket (v1 and v1beta1 DRAPlugin, plus any extra service such as health),
-//    started first so it is ready when the kubelet learns the endpoint;
-//  * the registration socket in the kubelet's plugins_registry, started last.
+// KubeletPluginServer: the dra-agent's kubelet-facing gRPC server on two unix sockets.
+//  * the DRA service socket (v1 and v1beta1 DRAPlugin, plus any extra service such as health);
+//  * the registration socket in the kubelet's plugins_registry.
+// One grpc::Server listens on both (one completion queue, one set of sync-server threads), so
+// the DRA socket is ready as soon as the kubelet can learn the endpoint from the registration.
 // Sockets are mode 0600, directories we create 0750; stale sockets are removed before bind.
-// Shutdown (or destruction) stops registration first, so the kubelet deregisters the plugin,
-// then the DRA service, and removes both socket files.
+// Shutdown (or destruction) removes the registration socket first, so the kubelet deregisters
+// the plugin while the DRA service still answers, then stops the server and removes the DRA
+// socket.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -50,8 +52,7 @@ class KubeletPluginServer {
   DraV1Service v1_;
   DraV1beta1Service v1beta1_;
   RegistrationService registration_;
-  std::unique_ptr<grpc::Server> dra_server_;
-  std::unique_ptr<grpc::Server> registration_server_;
+  std::unique_ptr<grpc::Server> server_;
 };
 
 }  // namespace dracpu::dra
