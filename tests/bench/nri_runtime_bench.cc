@@ -187,9 +187,13 @@ struct Node {
   }
 };
 
+// Made on first use, ended by main() (which stops the agent process it started).
+std::unique_ptr<Node> g_node;
+
 Node& N() {
   static Node* node = [] {
-    auto* n = new Node();
+    g_node = std::make_unique<Node>();
+    Node* n = g_node.get();
     for (int i = 0; i < 500; ++i) {
       n->Create(PodOf(i),
                 bench::KubeletLikeContainer("running-" + std::to_string(i),
@@ -337,4 +341,11 @@ BENCHMARK(BM_RuntimeCreateShared)->Iterations(1000)->UseRealTime();
 }  // namespace
 }  // namespace dracpu
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  dracpu::g_node.reset();  // SIGTERM to the nri-agent, and its temp directory removed
+  benchmark::Shutdown();
+  return 0;
+}
