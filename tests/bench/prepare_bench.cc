@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -132,9 +133,13 @@ struct Fixture {
   }
 };
 
+// Made on first use; main() ends them (their servers, simulators and temp directories).
+std::unique_ptr<Fixture> g_tmpfs_fixture;
+std::unique_ptr<Fixture> g_disk_fixture;
+
 Fixture& F() {
-  static Fixture* f = new Fixture();
-  return *f;
+  if (!g_tmpfs_fixture) g_tmpfs_fixture = std::make_unique<Fixture>();
+  return *g_tmpfs_fixture;
 }
 
 double BaselineMicros() {
@@ -208,8 +213,8 @@ BENCHMARK(BM_PrepareGroupedClaim)->UseRealTime()->Iterations(500);
 // --- issue 15, item 4: one call of N claims, CDI on tmpfs or on disk -------------------------
 
 Fixture& DiskFixture() {
-  static Fixture* f = new Fixture("/var/tmp");
-  return *f;
+  if (!g_disk_fixture) g_disk_fixture = std::make_unique<Fixture>("/var/tmp");
+  return *g_disk_fixture;
 }
 
 // Create an empty file, fsync it, fsync the directory, remove it: the floor of one durable write
@@ -330,6 +335,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   dracpu::PrintBatchSummary();
+  dracpu::g_tmpfs_fixture.reset();
+  dracpu::g_disk_fixture.reset();
   benchmark::Shutdown();
   return 0;
 }
