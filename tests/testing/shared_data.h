@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "tests/testing/sysfs_fixture.h"
 
 namespace dracpu::testing {
 
@@ -18,6 +22,23 @@ inline std::optional<std::string> SharedDir() {
   struct stat st;
   if (dir == nullptr || ::stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
   return std::string(dir);
+}
+
+// The corpus machines as the parameters of a TEST_P suite, or one placeholder when ../shared is
+// absent (its test then skips with DRACPU_REQUIRE_SHARED_DIR).
+inline std::vector<std::string> CorpusMachineParams() {
+  const std::optional<std::string> shared = SharedDir();
+  if (!shared) return {"(no ../shared)"};
+  return CorpusMachines(*shared);
+}
+
+// The gtest name of a machine parameter ("intel-skylake" -> "intel_skylake").
+inline std::string CorpusParamName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return n;
 }
 
 }  // namespace dracpu::testing

@@ -27,7 +27,11 @@ constexpr char kUsage[] =
     "  --token TOKEN           require 'Authorization: Bearer TOKEN'\n"
     "  --kubeconfig-out FILE   write a kubeconfig for clients of this server\n"
     "  --node NAME[=UID]       seed a Node (repeatable)\n"
-    "  --bookmark-interval-ms N  BOOKMARK period of watches (default 1000)\n";
+    "  --bookmark-interval-ms N  BOOKMARK period of watches (default 1000)\n"
+    "  --kube-version V        serve Kubernetes V's ResourceSlice API and gate defaults:\n"
+    "                          1.34, 1.35, 1.36 (default), 1.37\n"
+    "  --feature-gates LIST    Name=true|false,... on top of the version's defaults\n"
+    "                          (DRAConsumableCapacity, DRAListTypeAttributes, ...)\n";
 
 int Fail(const std::string& message) {
   std::cerr << "dracpu-sim-apiserver: " << message << "\n";
@@ -38,7 +42,7 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   dracpu::sim::SimServerOptions options;
-  std::string token, kubeconfig_out, generate_dir;
+  std::string token, kubeconfig_out, generate_dir, kube_version = "1.36", feature_gates;
   std::vector<std::pair<std::string, std::string>> nodes;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -51,7 +55,7 @@ int main(int argc, char** argv) {
     }
     if (a != "--address" && a != "--port" && a != "--tls-cert" && a != "--tls-key" &&
         a != "--generate-tls" && a != "--token" && a != "--kubeconfig-out" && a != "--node" &&
-        a != "--bookmark-interval-ms") {
+        a != "--bookmark-interval-ms" && a != "--kube-version" && a != "--feature-gates") {
       std::cerr << "unknown flag " << a << "\n" << kUsage;
       return 2;
     }
@@ -77,6 +81,8 @@ int main(int argc, char** argv) {
     if (a == "--bookmark-interval-ms") {
       options.bookmark_interval = std::chrono::milliseconds(std::atoi(v->c_str()));
     }
+    if (a == "--kube-version") kube_version = *v;
+    if (a == "--feature-gates") feature_gates = *v;
     if (a == "--node") {
       const size_t eq = v->find('=');
       nodes.emplace_back(v->substr(0, eq), eq == std::string::npos ? "" : v->substr(eq + 1));
@@ -98,7 +104,18 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto state = std::make_shared<dracpu::sim::SimState>();
+  auto gates = dracpu::sim::FeatureGates::ForVersion(kube_version);
+  if (!gates.ok()) {
+    std::cerr << "--kube-version: " << gates.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  if (auto s = gates->Set(feature_gates); !s.ok()) {
+    std::cerr << "--feature-gates: " << s.message() << "\n" << kUsage;
+    return 2;
+  }
+  dracpu::sim::SimState::Options state_options;
+  state_options.gates = *gates;
+  auto state = std::make_shared<dracpu::sim::SimState>(state_options);
   state->SetToken(token);
   for (const auto& [name, uid] : nodes) state->AddNode(name, uid);
   auto server = dracpu::sim::SimApiServer::Start(options, state);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "tests/sim/apiserver/slice_decode.h"
 #include "tests/sim/apiserver/validation.h"
 
 namespace dracpu::sim {
@@ -99,21 +100,28 @@ SimResponse Conflict(const std::string& name, const std::string& why) {
           ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceslices\"}");
 }
 
-SimResponse Invalid(const std::string& name, const std::vector<FieldError>& errors) {
+SimResponse Invalid(const std::string& name, std::vector<FieldError> errors) {
+  // As apierrors.NewInvalid: the de-duplicated list, bare for one error, [a, b] for several.
+  std::vector<FieldError> unique;
+  for (FieldError& e : errors) {
+    bool seen = false;
+    for (const FieldError& u : unique) seen = seen || u.ToString() == e.ToString();
+    if (!seen) unique.push_back(std::move(e));
+  }
   std::string message = "ResourceSlice.resource.k8s.io \"" + name + "\" is invalid: ";
-  if (errors.size() > 1) message += "[";
+  if (unique.size() > 1) message += "[";
   std::string causes;
-  for (size_t i = 0; i < errors.size(); ++i) {
+  for (size_t i = 0; i < unique.size(); ++i) {
     if (i > 0) {
       message += ", ";
       causes += ",";
     }
-    message += errors[i].ToString();
-    causes += "{\"reason\":" + JsonString(errors[i].reason) +
-              ",\"message\":" + JsonString(errors[i].type + ": " + errors[i].detail) +
-              ",\"field\":" + JsonString(errors[i].field) + "}";
+    message += unique[i].ToString();
+    causes += "{\"reason\":" + JsonString(unique[i].reason) +
+              ",\"message\":" + JsonString(unique[i].body) +
+              ",\"field\":" + JsonString(unique[i].field) + "}";
   }
-  if (errors.size() > 1) message += "]";
+  if (unique.size() > 1) message += "]";
   return Error(422, "Invalid", message,
                "{\"name\":" + JsonString(name) +
                    ",\"group\":\"resource.k8s.io\",\"kind\":\"ResourceSlice\",\"causes\":[" +
@@ -225,7 +233,18 @@ std::string SimState::StatusJson(int code, const std::string& reason, const std:
   return out;
 }
 
-SimState::SimState(Options options) : options_(options), random_(options.seed) {}
+SimState::SimState(Options options)
+    : options_(options), random_(options.seed), gates_(options.gates) {}
+
+void SimState::SetFeatureGates(const FeatureGates& gates) {
+  std::lock_guard<std::mutex> lock(mu_);
+  gates_ = gates;
+}
+
+FeatureGates SimState::feature_gates() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gates_;
+}
 
 std::string SimState::NewUid() {
   char buf[40];
@@ -396,9 +415,10 @@ SimResponse SimState::Handle(const SimRequest& request) {
   if (path.rfind("/_sim/", 0) == 0) return HandleAdmin(request, path);
   if (path == "/version") {
     if (request.method != "GET") return Error(405, "MethodNotAllowed", "method not allowed");
+    const std::string v = feature_gates().version();  // "1.36"
     return {200,
-            "{\"major\":\"1\",\"minor\":\"34\",\"gitVersion\":\"v1.34.0-dracpu-sim\","
-            "\"platform\":\"linux/amd64\"}",
+            "{\"major\":\"1\",\"minor\":\"" + v.substr(2) + "\",\"gitVersion\":\"v" + v +
+                ".0-dracpu-sim\",\"platform\":\"linux/amd64\"}",
             "",
             false,
             {}};
@@ -448,10 +468,12 @@ SimResponse SimState::Handle(const SimRequest& request) {
 
 SimResponse SimState::HandleSlices(const SimRequest& request, const std::string& name,
                                    const std::map<std::string, std::string>& q) {
+  WriteOptions write;
+  if (request.method == "POST" || request.method == "PUT") {
+    if (auto bad = ParseWriteOptions(q, &write)) return *bad;
+  }
   if (name.empty()) {
-    auto fv = q.find("fieldValidation");
-    const bool strict = fv != q.end() && fv->second == "Strict";
-    if (request.method == "POST") return CreateSlice(request.body, strict);
+    if (request.method == "POST") return CreateSlice(request.body, write);
     if (request.method != "GET") return Error(405, "MethodNotAllowed", "method not allowed");
     std::vector<SelectorTerm> selector;
     auto fs = q.find("fieldSelector");
@@ -485,10 +507,7 @@ SimResponse SimState::HandleSlices(const SimRequest& request, const std::string&
     if (it == slices_.end()) return NotFoundSlice(name);
     return {200, it->second, "", false, {}};
   }
-  if (request.method == "PUT") {
-    auto fv = q.find("fieldValidation");
-    return UpdateSlice(name, request.body, fv != q.end() && fv->second == "Strict");
-  }
+  if (request.method == "PUT") return UpdateSlice(name, request.body, write);
   if (request.method == "DELETE") return DeleteSlice(name, request.body);
   return Error(405, "MethodNotAllowed", "method not allowed");
 }
@@ -498,25 +517,74 @@ std::vector<std::string> SimState::Warnings() const {
   return warnings_;
 }
 
-std::optional<SimResponse> SimState::PruneOrRefuse(Document& doc, bool strict,
-                                                   std::vector<std::string>* warnings) {
-  const std::vector<std::string> unknown = PruneUnknownSliceFields(doc, doc.GetAllocator());
-  if (unknown.empty()) return std::nullopt;
-  if (strict) {
-    std::string message = "strict decoding error: ";
-    for (size_t i = 0; i < unknown.size(); ++i) {
-      message += (i ? ", " : "") + std::string("unknown field \"") + unknown[i] + "\"";
+std::vector<std::string> SimState::DroppedFields() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
+}
+
+std::vector<std::string> SimState::Rejections() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rejections_;
+}
+
+std::optional<SimResponse> SimState::ParseWriteOptions(const std::map<std::string, std::string>& q,
+                                                       WriteOptions* out) {
+  if (auto fv = q.find("fieldValidation"); fv != q.end()) {
+    if (fv->second != "Strict" && fv->second != "Warn" && fv->second != "Ignore") {
+      return Error(400, "BadRequest",
+                   "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\"");
     }
-    return Error(400, "BadRequest", message);
+    out->strict = fv->second == "Strict";
   }
-  for (const std::string& f : unknown) {
-    warnings->push_back("unknown field \"" + f + "\"");
-    warnings_.push_back(warnings->back());
+  if (auto dr = q.find("dryRun"); dr != q.end()) {
+    if (dr->second != "All") {
+      return Error(400, "BadRequest", "Invalid dryRun value: \"" + dr->second + "\"");
+    }
+    out->dry_run = true;
   }
   return std::nullopt;
 }
 
-SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
+SimResponse SimState::Refuse(SimResponse response, bool dry_run) {
+  if (dry_run) return response;  // a probe: finding drops and refusals is its purpose
+  Document status;
+  const std::string message =
+      ParseObject(response.body, &status) ? GetString(status, "message") : response.body;
+  rejections_.push_back(std::to_string(response.status) + " " + message);
+  return response;
+}
+
+std::optional<SimResponse> SimState::Decode(Document& doc, WriteOptions o,
+                                            std::vector<std::string>* warnings) {
+  DecodeResult decoded = DecodeResourceSlice(doc, doc.GetAllocator(), gates_);
+  if (!decoded.error.empty()) return Refuse(Error(400, "BadRequest", decoded.error), o.dry_run);
+  if (decoded.unknown_fields.empty()) return std::nullopt;
+  if (o.strict) {
+    std::string message = "strict decoding error: ";
+    for (size_t i = 0; i < decoded.unknown_fields.size(); ++i) {
+      message +=
+          (i ? ", " : "") + std::string("unknown field \"") + decoded.unknown_fields[i] + "\"";
+    }
+    return Refuse(Error(400, "BadRequest", message), o.dry_run);
+  }
+  for (const std::string& f : decoded.unknown_fields) {
+    warnings->push_back("unknown field \"" + f + "\"");
+    if (!o.dry_run) warnings_.push_back(warnings->back());
+  }
+  return std::nullopt;
+}
+
+std::optional<SimResponse> SimState::DropAndValidate(Document& doc, const Value* old,
+                                                     const std::string& name, bool dry_run) {
+  for (std::string& f : DropDisabledFields(doc, old, gates_)) {
+    if (!dry_run) dropped_.push_back(std::move(f));
+  }
+  std::vector<FieldError> errors = ValidateResourceSlice(doc, old, gates_);
+  if (errors.empty()) return std::nullopt;
+  return Refuse(Invalid(name, std::move(errors)), dry_run);
+}
+
+SimResponse SimState::CreateSlice(const std::string& body, WriteOptions o) {
   Document doc;
   if (!ParseObject(body, &doc)) {
     return Error(400, "BadRequest", "the request body is not a JSON object");
@@ -531,7 +599,7 @@ SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> warnings;
-  if (auto refused = PruneOrRefuse(doc, strict, &warnings)) return *refused;
+  if (auto refused = Decode(doc, o, &warnings)) return *refused;
   Value& metadata = EnsureObject(doc, doc, "metadata");
   std::string name = GetString(doc, "metadata", "name");
   const std::string generate_name = GetString(doc, "metadata", "generateName");
@@ -553,8 +621,7 @@ SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
     return Error(500, "InternalError",
                  "resourceVersion should not be set on objects to be created");
   }
-  std::vector<FieldError> errors = ValidateResourceSlice(doc, nullptr);
-  if (!errors.empty()) return Invalid(name, errors);
+  if (auto refused = DropAndValidate(doc, nullptr, name, o.dry_run)) return *refused;
   if (slices_.count(name) != 0) {
     return Error(409, "AlreadyExists",
                  "resourceslices.resource.k8s.io \"" + name + "\" already exists",
@@ -564,17 +631,19 @@ SimResponse SimState::CreateSlice(const std::string& body, bool strict) {
   if (kind.empty()) doc.AddMember("kind", "ResourceSlice", doc.GetAllocator());
   if (api_version.empty()) doc.AddMember("apiVersion", "resource.k8s.io/v1", doc.GetAllocator());
   SetString(doc, metadata, "uid", NewUid());
-  SetString(doc, metadata, "resourceVersion", std::to_string(++rv_));
   SetString(doc, metadata, "creationTimestamp", Now3339());
   metadata.RemoveMember("generation");
   metadata.AddMember("generation", 1, doc.GetAllocator());
+  if (o.dry_run) return {201, ToJson(doc), "", false, warnings};  // no resourceVersion, no event
+  SetString(doc, metadata, "resourceVersion", std::to_string(++rv_));
   const std::string json = ToJson(doc);
   slices_[name] = json;
   AppendEvent("ADDED", json);
   return {201, json, "", false, warnings};
 }
 
-SimResponse SimState::UpdateSlice(const std::string& name, const std::string& body, bool strict) {
+SimResponse SimState::UpdateSlice(const std::string& name, const std::string& body,
+                                  WriteOptions o) {
   Document doc;
   if (!ParseObject(body, &doc)) {
     return Error(400, "BadRequest", "the request body is not a JSON object");
@@ -586,28 +655,25 @@ SimResponse SimState::UpdateSlice(const std::string& name, const std::string& bo
                      name + ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> warnings;
+  if (auto refused = Decode(doc, o, &warnings)) return *refused;
   auto it = slices_.find(name);
   if (it == slices_.end()) return NotFoundSlice(name);
   Document old;
   ParseObject(it->second, &old);
   const std::string rv = GetString(doc, "metadata", "resourceVersion");
-  if (rv.empty()) {
-    return Invalid(name, {{"metadata.resourceVersion", "Invalid value", "FieldValueInvalid",
-                           "0x0: must be specified for an update"}});
-  }
-  if (rv != GetString(old, "metadata", "resourceVersion")) {
+  if (!rv.empty() && rv != GetString(old, "metadata", "resourceVersion")) {
     return Conflict(name,
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again");
   }
-  std::vector<std::string> warnings;
-  if (auto refused = PruneOrRefuse(doc, strict, &warnings)) return *refused;
-  std::vector<FieldError> errors = ValidateResourceSlice(doc, &old);
-  if (!errors.empty()) return Invalid(name, errors);
   Value& metadata = EnsureObject(doc, doc, "metadata");
-  // Server-owned metadata survives whatever the client sent.
-  SetString(doc, metadata, "uid", GetString(old, "metadata", "uid"));
-  SetString(doc, metadata, "creationTimestamp", GetString(old, "metadata", "creationTimestamp"));
+  // Server-owned metadata the client left out is carried over (BeforeUpdate).
+  for (const char* k : {"uid", "creationTimestamp"}) {
+    if (GetString(doc, "metadata", k).empty())
+      SetString(doc, metadata, k, GetString(old, "metadata", k));
+  }
+  if (auto refused = DropAndValidate(doc, &old, name, o.dry_run)) return *refused;
   int64_t generation = 1;
   if (auto g = old["metadata"].FindMember("generation");
       g != old["metadata"].MemberEnd() && g->value.IsInt64()) {
@@ -621,6 +687,7 @@ SimResponse SimState::UpdateSlice(const std::string& name, const std::string& bo
   if (!doc.HasMember("apiVersion")) {
     doc.AddMember("apiVersion", "resource.k8s.io/v1", doc.GetAllocator());
   }
+  if (o.dry_run) return {200, ToJson(doc), "", false, warnings};
   SetString(doc, metadata, "resourceVersion", std::to_string(++rv_));
   const std::string json = ToJson(doc);
   it->second = json;
@@ -806,6 +873,27 @@ SimResponse SimState::HandleAdmin(const SimRequest& request, const std::string& 
   }
   if (path == "/_sim/faults" && request.method == "DELETE") {
     ClearFaults();
+    return {200, ok, "", false, {}};
+  }
+  if (path == "/_sim/feature-gates" && request.method == "GET") {
+    const FeatureGates g = feature_gates();
+    return {200,
+            "{\"version\":" + JsonString(g.version()) +
+                ",\"featureGates\":" + JsonString(g.ToString()) + "}",
+            "",
+            false,
+            {}};
+  }
+  if (path == "/_sim/feature-gates" && request.method == "POST") {
+    // {"version": "1.34", "featureGates": "DRAConsumableCapacity=true"}: a cluster upgraded or
+    // reconfigured; version defaults to the current one.
+    auto gates = FeatureGates::ForVersion(str("version").empty() ? feature_gates().version()
+                                                                 : str("version"));
+    if (!gates.ok()) return Error(400, "BadRequest", gates.status().message());
+    if (Status st = gates->Set(str("featureGates")); !st.ok()) {
+      return Error(400, "BadRequest", st.message());
+    }
+    SetFeatureGates(*gates);
     return {200, ok, "", false, {}};
   }
   if (path == "/_sim/nodes" && request.method == "POST") {

@@ -1,7 +1,14 @@
 // SimState: the in-memory "etcd + registry" of the kube-apiserver simulator, independent of HTTP.
-// It serves the requests dracpu makes (see dra-agent/kube/resources.h), validates ResourceSlices as
-// the API server does, answers with Kubernetes Status errors, keeps a bounded event history for
-// watches (too old a resourceVersion -> 410 Expired), records every request, and injects faults.
+// It serves the requests dracpu makes (see dra-agent/kube/resources.h), answers with Kubernetes
+// Status errors, keeps a bounded event history for watches (too old a resourceVersion -> 410
+// Expired), records every request, and injects faults.
+//
+// A ResourceSlice write goes through the real server's pipeline, for the Kubernetes version and
+// feature gates of Options (default: 1.36 and its defaults): decode (400 for a JSON type or
+// quantity that does not fit; unknown fields dropped with a Warning, 400 under
+// fieldValidation=Strict), fields of disabled gates dropped silently (DroppedFields() lists
+// them), validation (422 Invalid with details.causes), storage. `dryRun=All` runs all of it and
+// stores nothing, as upstream.
 // SimApiServer puts it behind HTTP(S); a SimState outlives server restarts, so tests can take the
 // API down and bring it back with its objects intact.
 //
@@ -20,6 +27,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "tests/sim/apiserver/feature_gates.h"
 
 namespace dracpu::sim {
 
@@ -82,8 +91,9 @@ struct SimWatchEvent {
 class SimState {
  public:
   struct Options {
-    size_t history_size = 1000;  // events kept for watch resumption
-    uint64_t seed = 1;           // generateName suffixes and uids
+    size_t history_size = 1000;                    // events kept for watch resumption
+    uint64_t seed = 1;                             // generateName suffixes and uids
+    FeatureGates gates = FeatureGates::Default();  // the version served and its gates
   };
   SimState() : SimState(Options{}) {}
   explicit SimState(Options options);
@@ -117,9 +127,20 @@ class SimState {
   void RequestBookmarks();
   std::vector<RecordedRequest> Requests() const;
   void ClearRequests();
-  // "unknown field \"spec.x\"" for every field dropped from a written slice (see
-  // PruneUnknownSliceFields); a publisher test expects none.
+  // For slice writes that were not dry runs (a dry run is a probe: meeting these is its job):
+  // "unknown field \"spec.x\"" for every unknown field dropped (see DecodeResourceSlice);
   std::vector<std::string> Warnings() const;
+  // the fields of disabled feature gates removed
+  // ("spec.devices[0].capacity[dra.cpu/cpu].requestPolicy");
+  std::vector<std::string> DroppedFields() const;
+  // every 400 and 422 answered, as "<code> <message>". A publisher test expects none of these.
+  std::vector<std::string> Rejections() const;
+
+  // --- Version and feature gates ---
+  // Serve another Kubernetes version / gate set from now on (a cluster upgraded or
+  // reconfigured); stored objects are kept.
+  void SetFeatureGates(const FeatureGates& gates);
+  FeatureGates feature_gates() const;
 
   // --- Serving (SimApiServer) ---
   // The fault for this request, if any (consumes one of its count).
@@ -169,12 +190,23 @@ class SimState {
   SimResponse HandleSlices(const SimRequest& request, const std::string& name,
                            const std::map<std::string, std::string>& query);
   SimResponse HandleAdmin(const SimRequest& request, const std::string& path);
-  // `strict`: fieldValidation=Strict (unknown fields -> 400 instead of a warning).
-  SimResponse CreateSlice(const std::string& body, bool strict);
-  SimResponse UpdateSlice(const std::string& name, const std::string& body, bool strict);
-  // Drops unknown fields (mu_ held): the warnings, or a 400 when strict.
-  std::optional<SimResponse> PruneOrRefuse(rapidjson::Document& doc, bool strict,
-                                           std::vector<std::string>* warnings);
+  struct WriteOptions {
+    bool strict = false;   // fieldValidation=Strict: unknown fields -> 400, not a warning
+    bool dry_run = false;  // dryRun=All: everything but storing
+  };
+  // A 400 for a bad dryRun or fieldValidation value, else the options.
+  static std::optional<SimResponse> ParseWriteOptions(const std::map<std::string, std::string>& q,
+                                                      WriteOptions* out);
+  SimResponse CreateSlice(const std::string& body, WriteOptions o);
+  SimResponse UpdateSlice(const std::string& name, const std::string& body, WriteOptions o);
+  // Decodes (mu_ held): the warnings, or a 400 (type error; unknown field when strict).
+  std::optional<SimResponse> Decode(rapidjson::Document& doc, WriteOptions o,
+                                    std::vector<std::string>* warnings);
+  // Drops disabled-gate fields and validates (mu_ held): a 422, or nullopt.
+  std::optional<SimResponse> DropAndValidate(rapidjson::Document& doc, const rapidjson::Value* old,
+                                             const std::string& name, bool dry_run);
+  // Records a 400/422 unless it answers a dry run (mu_ held).
+  SimResponse Refuse(SimResponse response, bool dry_run);
   SimResponse DeleteSlice(const std::string& name, const std::string& body);
   void AppendEvent(const std::string& type, const std::string& object_json);  // mu_ held
   std::string NewUid();                                                       // mu_ held
@@ -192,6 +224,9 @@ class SimState {
   std::vector<Fault> faults_;
   std::vector<RecordedRequest> requests_;
   std::vector<std::string> warnings_;
+  std::vector<std::string> dropped_;
+  std::vector<std::string> rejections_;
+  FeatureGates gates_;
   std::string token_;
   uint64_t expire_epoch_ = 0;
   uint64_t bookmark_epoch_ = 0;

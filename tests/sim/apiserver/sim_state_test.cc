@@ -70,20 +70,98 @@ TEST(SimStateTest, InvalidSliceIs422WithACauseNamingTheField) {
 TEST(SimStateTest, UnknownFieldsAreDroppedWithAWarningOrRefusedWhenStrict) {
   SimState s;
   std::string slice = Slice("n1", GroupedDevice(0, 4), "s1");
-  // A typo in a device field and an unknown top-level spec field.
-  slice.replace(slice.find("\"allowMultipleAllocations\""), 26, "\"allowMultipleAllocation\"");
+  // An unknown device field and an unknown top-level spec field. (A typo in
+  // allowMultipleAllocations would also drop it, and the requestPolicy left behind is then
+  // refused: 422, as upstream.)
+  slice.replace(slice.find("\"allowMultipleAllocations\""), 26,
+                "\"shape\":\"round\",\"allowMultipleAllocations\"");
   slice.replace(slice.find("\"driver\""), 8, "\"colour\":\"red\",\"driver\"");
   SimResponse strict = Do(s, "POST", std::string(kSlices) + "?fieldValidation=Strict", slice);
   EXPECT_EQ(strict.status, 400);
   EXPECT_THAT(strict.body, HasSubstr("strict decoding error: unknown field \\\"spec.colour\\\""));
-  EXPECT_THAT(strict.body, HasSubstr("spec.devices[0].allowMultipleAllocation"));
+  EXPECT_THAT(strict.body, HasSubstr("spec.devices[0].shape"));
   SimResponse lenient = Do(s, "POST", kSlices, slice);
   ASSERT_EQ(lenient.status, 201) << lenient.body;
-  EXPECT_THAT(lenient.warnings,
-              ::testing::ElementsAre("unknown field \"spec.colour\"",
-                                     "unknown field \"spec.devices[0].allowMultipleAllocation\""));
+  EXPECT_THAT(lenient.warnings, ::testing::ElementsAre("unknown field \"spec.colour\"",
+                                                       "unknown field \"spec.devices[0].shape\""));
   EXPECT_THAT(lenient.body, ::testing::Not(HasSubstr("colour")));
   EXPECT_THAT(s.Warnings(), SizeIs(2));
+}
+
+SimState AtVersion(const char* version, const char* gates = "") {
+  SimState::Options o;
+  o.gates = *FeatureGates::ForVersion(version);
+  EXPECT_TRUE(o.gates.Set(gates).ok());
+  return SimState(o);
+}
+
+TEST(SimStateTest, DisabledGateFieldsAreDroppedSilentlyThenValidated) {
+  // 1.34: consumable capacity off. The policy and allowMultipleAllocations go, the rest is kept.
+  SimState old = AtVersion("1.34");
+  SimResponse r = Do(old, "POST", kSlices, Slice("n1", GroupedDevice(0, 8), "s1"));
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_THAT(r.warnings, ::testing::IsEmpty()) << "a disabled gate drops without a warning";
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("requestPolicy")));
+  EXPECT_THAT(r.body, ::testing::Not(HasSubstr("allowMultipleAllocations")));
+  EXPECT_THAT(old.DroppedFields(),
+              ::testing::ElementsAre("spec.devices[0].allowMultipleAllocations",
+                                     "spec.devices[0].capacity[dra.cpu/cpu].requestPolicy"));
+  // 1.36: list attributes off. The value goes and the empty attribute is refused.
+  SimState now = AtVersion("1.36");
+  const std::string list_device =
+      "{\"name\":\"d\",\"attributes\":{\"resource.kubernetes.io/pcieRoot\":{\"strings\":"
+      "[\"pci0000:00\"]}}}";
+  SimResponse refused = Do(now, "POST", kSlices, Slice("n1", list_device, "s1"));
+  EXPECT_EQ(refused.status, 422);
+  EXPECT_THAT(refused.body,
+              HasSubstr("spec.devices[0].attributes[resource.kubernetes.io/pcieRoot]: Invalid "
+                        "value: \\\"\\\": exactly one value must be specified"));
+  EXPECT_THAT(now.Rejections(), SizeIs(1));
+  // The same server with the gate turned on keeps it.
+  now.SetFeatureGates(*FeatureGates::ForVersion("1.36"));
+  FeatureGates on = now.feature_gates();
+  on.SetEnabled(Gate::kListTypeAttributes, true);
+  now.SetFeatureGates(on);
+  EXPECT_EQ(Do(now, "POST", kSlices, Slice("n1", list_device, "s1")).status, 201);
+}
+
+TEST(SimStateTest, DryRunRunsEverythingAndStoresNothing) {
+  SimState s = AtVersion("1.34");
+  const int64_t rv = s.resource_version();
+  SimResponse r =
+      Do(s, "POST", std::string(kSlices) + "?dryRun=All", Slice("n1", GroupedDevice(0, 8)));
+  ASSERT_EQ(r.status, 201) << r.body;
+  rapidjson::Document doc = Parse(r.body);
+  EXPECT_EQ(Str(doc, "metadata", "name").rfind("00000-dra.cpu-n1-", 0), 0u);
+  EXPECT_FALSE(doc["metadata"].HasMember("resourceVersion"));
+  EXPECT_FALSE(doc["spec"]["devices"][0].HasMember("allowMultipleAllocations"));
+  EXPECT_THAT(s.ResourceSlices(), SizeIs(0));
+  EXPECT_EQ(s.resource_version(), rv);
+  EXPECT_EQ(Do(s, "POST", std::string(kSlices) + "?dryRun=Some", Slice("n1", "")).status, 400);
+  // A refused dry run is a 422 like a real write.
+  EXPECT_EQ(Do(s, "POST", std::string(kSlices) + "?dryRun=All", Slice("n1", "", "Bad_Name")).status,
+            422);
+}
+
+TEST(SimStateTest, DecodeErrorsAre400) {
+  SimState s;
+  SimResponse r = Do(s, "POST", kSlices,
+                     Slice("n1", "{\"name\":\"d\",\"capacity\":{\"c\":{\"value\":\"lots\"}}}"));
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("cannot be handled as a ResourceSlice: quantities must match"));
+}
+
+TEST(SimStateTest, VersionAndGatesAreServedAndSettable) {
+  SimState s = AtVersion("1.35");
+  EXPECT_THAT(Do(s, "GET", "/version").body, HasSubstr("\"minor\":\"35\""));
+  EXPECT_EQ(Do(s, "POST", "/_sim/feature-gates",
+               "{\"version\":\"1.37\",\"featureGates\":\"DRAListTypeAttributes=true\"}")
+                .status,
+            200);
+  EXPECT_THAT(Do(s, "GET", "/version").body, HasSubstr("v1.37.0"));
+  EXPECT_THAT(Do(s, "GET", "/_sim/feature-gates").body, HasSubstr("DRAListTypeAttributes=true"));
+  EXPECT_EQ(Do(s, "POST", "/_sim/feature-gates", "{\"version\":\"1.20\"}").status, 400);
+  EXPECT_EQ(Do(s, "POST", "/_sim/feature-gates", "{\"featureGates\":\"Nope=true\"}").status, 400);
 }
 
 TEST(SimStateTest, OwnerReferencesAreValidated) {
@@ -94,7 +172,10 @@ TEST(SimStateTest, OwnerReferencesAreValidated) {
                 "\"name\":\"n1\",\"controller\":true}]}");
   SimResponse r = Do(s, "POST", kSlices, slice);
   EXPECT_EQ(r.status, 422);
-  EXPECT_THAT(r.body, HasSubstr("metadata.ownerReferences[0].uid"));
+  // Upstream validates each reference on the list's path, without an index.
+  EXPECT_THAT(
+      r.body,
+      HasSubstr("metadata.ownerReferences.uid: Invalid value: \\\"\\\": must not be empty"));
 }
 
 TEST(SimStateTest, UpdateNeedsTheCurrentResourceVersion) {

@@ -1,598 +1,636 @@
 #include "tests/sim/apiserver/validation.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <regex>
 #include <set>
-#include <string_view>
+
+#include "tests/sim/apiserver/validation_internal.h"
 
 namespace dracpu::sim {
 namespace {
 
-// Upstream limits (resource.k8s.io/v1 types.go).
-constexpr size_t kMaxDevices = 128;
-constexpr size_t kMaxDevicesWithTaintsOrCounters = 64;  // also with list attributes
-constexpr size_t kMaxAttributesAndCapacities = 32;
-constexpr size_t kMaxAttributeValuesPerDevice = 48;  // list attributes count each element
-constexpr size_t kMaxAttributeValueLength = 64;
-constexpr size_t kMaxIdLength = 32;
-constexpr size_t kMaxDomainLength = 63;
-constexpr size_t kMaxDriverLength = 63;
-constexpr size_t kMaxPoolNameLength = 253;
-constexpr size_t kMaxValidValues = 10;
-
+using internal::Find;
+using internal::SizeOf;
+using internal::StringOf;
 using rapidjson::Value;
 
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+constexpr size_t kMaxDriverLength = 63;
+constexpr size_t kMaxPoolNameLength = 253;
+constexpr size_t kMaxDevices = 128;
+constexpr size_t kMaxDevicesWithAdvancedFeatures = 64;  // taints, counters or list attributes
+constexpr size_t kMaxCounterSets = 8;
+constexpr size_t kMaxAnnotationBytes = 256 * 1024;
 
-std::string DescribeValue(const Value& v) {
-  if (v.IsString()) return Quoted(v.GetString());
-  if (v.IsBool()) return v.GetBool() ? "true" : "false";
-  if (v.IsInt64()) return std::to_string(v.GetInt64());
-  if (v.IsNumber()) return std::to_string(v.GetDouble());
-  if (v.IsNull()) return "null";
-  return v.IsObject() ? "{...}" : "[...]";
+constexpr char kLabelFmt[] = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+constexpr char kLabelMsg[] =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character";
+constexpr char kSubdomainMsg[] =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character";
+constexpr char kQualifiedFmt[] = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+constexpr char kQualifiedMsg[] =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character";
+
+std::string SubdomainFmt() { return std::string(kLabelFmt) + "(\\." + kLabelFmt + ")*"; }
+
+// apimachinery's RegexError.
+std::string RegexError(const std::string& msg, const std::string& fmt,
+                       std::initializer_list<const char*> examples) {
+  std::string out = msg + " (e.g. ";
+  bool first = true;
+  for (const char* e : examples) {
+    out += (first ? "" : " or ") + std::string("'") + e + "', ";
+    first = false;
+  }
+  return out + "regex used for validation is '" + fmt + "')";
 }
 
-class Errors {
- public:
-  void Required(const std::string& field, const std::string& detail = "") {
-    errors_.push_back({field, "Required value", "FieldValueRequired", detail});
-  }
-  void Invalid(const std::string& field, const std::string& value, const std::string& detail) {
-    errors_.push_back({field, "Invalid value", "FieldValueInvalid", value + ": " + detail});
-  }
-  void TooMany(const std::string& field, size_t have, size_t max) {
-    errors_.push_back(
-        {field, "Too many", "FieldValueTooMany",
-         std::to_string(have) + ": must have at most " + std::to_string(max) + " items"});
-  }
-  void TooLong(const std::string& field, size_t max) {
-    errors_.push_back({field, "Too long", "FieldValueTooLong",
-                       "may not be more than " + std::to_string(max) + " bytes"});
-  }
-  void Duplicate(const std::string& field, const std::string& value) {
-    errors_.push_back({field, "Duplicate value", "FieldValueDuplicate", Quoted(value)});
-  }
-  void Forbidden(const std::string& field, const std::string& detail) {
-    errors_.push_back({field, "Forbidden", "FieldValueForbidden", detail});
-  }
-  std::vector<FieldError> Take() { return std::move(errors_); }
+std::string MaxLen(size_t n) { return "must be no more than " + std::to_string(n) + " characters"; }
 
- private:
-  std::vector<FieldError> errors_;
-};
+// The patterns of apimachinery, matched by hand (they are plain character classes; std::regex
+// is far too slow for the corpus tests, which validate millions of names).
+bool IsAlnumLower(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
-const Value* Member(const Value& v, const char* key) {
-  if (!v.IsObject()) return nullptr;
-  auto it = v.FindMember(key);
-  return it == v.MemberEnd() || it->value.IsNull() ? nullptr : &it->value;
+// [a-z0-9]([-a-z0-9]*[a-z0-9])?
+bool MatchesLabel(std::string_view s) {
+  if (s.empty() || !IsAlnumLower(s.front()) || !IsAlnumLower(s.back())) return false;
+  for (char c : s) {
+    if (!IsAlnumLower(c) && c != '-') return false;
+  }
+  return true;
 }
 
-// A qualified name: "<C identifier>" or "<DNS subdomain>/<C identifier>".
-void ValidateQualifiedName(const std::string& name, const std::string& field, Errors& e) {
-  const size_t slash = name.find('/');
-  const std::string id = slash == std::string::npos ? name : name.substr(slash + 1);
-  if (slash != std::string::npos) {
-    const std::string domain = name.substr(0, slash);
-    if (domain.size() > kMaxDomainLength) {
-      e.TooLong(field, kMaxDomainLength);
-    } else if (!IsDnsSubdomain(domain)) {
-      e.Invalid(field, Quoted(domain),
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character");
+// label(\.label)*
+bool MatchesSubdomain(std::string_view s) {
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    if (!MatchesLabel(s.substr(start, dot == std::string_view::npos ? dot : dot - start))) {
+      return false;
     }
-  }
-  if (id.empty()) {
-    e.Required(field, "the identifier after the domain must not be empty");
-  } else if (id.size() > kMaxIdLength) {
-    e.TooLong(field, kMaxIdLength);
-  } else if (!IsCIdentifier(id)) {
-    e.Invalid(field, Quoted(id),
-              "a valid C identifier must start with alphabetic character or '_', followed by a "
-              "string of alphanumeric characters or '_'");
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
   }
 }
 
-void ValidateAttribute(const Value& attr, const std::string& field, Errors& e) {
-  if (!attr.IsObject()) {
-    e.Invalid(field, DescribeValue(attr), "must be an object");
-    return;
+// ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
+bool MatchesQualified(std::string_view s) {
+  if (s.empty() || !IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
+  for (char c : s) {
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
   }
-  static const char* const kTypes[] = {"int",  "bool",  "string",  "version",
-                                       "ints", "bools", "strings", "versions"};
-  int set = 0;
-  for (const char* t : kTypes) set += Member(attr, t) != nullptr ? 1 : 0;
-  if (set == 0) {
-    e.Required(field, "exactly one value must be specified");
-    return;
+  return true;
+}
+
+// [A-Za-z_][A-Za-z0-9_]*
+bool MatchesCIdentifier(std::string_view s) {
+  if (s.empty() || (!std::isalpha(static_cast<unsigned char>(s.front())) && s.front() != '_')) {
+    return false;
   }
-  if (set > 1) {
-    e.Invalid(field, "{...}", "exactly one value must be specified");
-    return;
+  for (char c : s) {
+    if (!IsAlnum(c) && c != '_') return false;
   }
-  if (const Value* v = Member(attr, "int"); v != nullptr && !v->IsInt64()) {
-    e.Invalid(field + ".int", DescribeValue(*v), "must be an integer");
-  }
-  if (const Value* v = Member(attr, "bool"); v != nullptr && !v->IsBool()) {
-    e.Invalid(field + ".bool", DescribeValue(*v), "must be a boolean");
-  }
-  if (const Value* v = Member(attr, "string"); v != nullptr) {
-    if (!v->IsString()) {
-      e.Invalid(field + ".string", DescribeValue(*v), "must be a string");
-    } else if (v->GetStringLength() > kMaxAttributeValueLength) {
-      e.TooLong(field + ".string", kMaxAttributeValueLength);
+  return true;
+}
+
+// The three node selection fields of a spec that are set, as upstream lists them.
+std::vector<std::string> NodeSelectionFields(const Value& spec, FieldErrors& e) {
+  std::vector<std::string> set;
+  if (const Value* name = Find(spec, "nodeName")) {
+    if (!StringOf(name).empty()) {
+      set.push_back("`nodeName`");
+      internal::ValidateNodeName(StringOf(name), "spec.nodeName", e);
+    } else {
+      e.Invalid("spec.nodeName", GoString(""), "must be either unset or set to a non-empty string");
     }
   }
-  if (const Value* v = Member(attr, "version"); v != nullptr) {
-    if (!v->IsString()) {
-      e.Invalid(field + ".version", DescribeValue(*v), "must be a string");
-    } else if (v->GetStringLength() > kMaxAttributeValueLength) {
-      e.TooLong(field + ".version", kMaxAttributeValueLength);
-    } else if (!IsSemver(v->GetString())) {
-      e.Invalid(field + ".version", Quoted(v->GetString()),
-                "must be a string compatible with semver.org spec 2.0.0");
+  if (const Value* selector = Find(spec, "nodeSelector")) {
+    set.push_back("`nodeSelector`");
+    internal::ValidateNodeSelector(*selector, "spec.nodeSelector", e);
+    if (SizeOf(*selector, "nodeSelectorTerms") != 1) {
+      e.Invalid("spec.nodeSelector.nodeSelectorTerms", "[]core.NodeSelectorTerm{...}",
+                "must have exactly one node selector term");
     }
   }
-  for (const char* list : {"ints", "bools", "strings", "versions"}) {
-    const Value* v = Member(attr, list);
+  for (const char* k : {"allNodes", "perDeviceNodeSelection"}) {
+    const Value* v = Find(spec, k);
     if (v == nullptr) continue;
-    if (!v->IsArray() || v->Empty()) {
-      e.Invalid(field + "." + list, DescribeValue(*v), "must be a non-empty list");
-      continue;
+    if (v->IsBool() && v->GetBool()) {
+      set.push_back("`" + std::string(k) + "`");
+    } else {
+      e.Invalid("spec." + std::string(k), "false", "must be either unset or set to true");
     }
-    for (rapidjson::SizeType i = 0; i < v->Size(); ++i) {
-      const Value& item = (*v)[i];
-      const std::string f = field + "." + list + "[" + std::to_string(i) + "]";
-      const std::string_view kind(list);
-      const bool ok = kind == "ints"    ? item.IsInt64()
-                      : kind == "bools" ? item.IsBool()
-                                        : item.IsString();
-      if (!ok) {
-        e.Invalid(f, DescribeValue(item), "wrong type");
-      } else if (item.IsString() && item.GetStringLength() > kMaxAttributeValueLength) {
-        e.TooLong(f, kMaxAttributeValueLength);
+  }
+  return set;
+}
+
+void ValidateMetadata(const Value& slice, const Value* old_slice, FieldErrors& e) {
+  const Value* meta = Find(slice, "metadata");
+  static const Value kEmpty(rapidjson::kObjectType);
+  const Value& m = meta != nullptr ? *meta : kEmpty;
+  const std::string name = StringOf(Find(m, "name"));
+  const std::string generate = StringOf(Find(m, "generateName"));
+  if (!generate.empty()) {
+    std::string masked = generate;
+    if (masked.back() == '-') masked.back() = 'a';
+    for (const std::string& msg : IsDns1123Subdomain(masked)) {
+      e.Invalid("metadata.generateName", GoString(generate), msg);
+    }
+  }
+  if (name.empty()) {
+    if (generate.empty()) e.Required("metadata.name", "name or generateName is required");
+  } else {
+    for (const std::string& msg : IsDns1123Subdomain(name)) {
+      e.Invalid("metadata.name", GoString(name), msg);
+    }
+  }
+  if (!StringOf(Find(m, "namespace")).empty()) {
+    e.Forbidden("metadata.namespace", "not allowed on this type");
+  }
+  if (const Value* labels = Find(m, "labels"); labels != nullptr && labels->IsObject()) {
+    for (const auto& l : labels->GetObject()) {
+      internal::ValidateLabelName(l.name.GetString(), "metadata.labels", e);
+      for (const std::string& msg : IsValidLabelValue(StringOf(&l.value))) {
+        e.Invalid("metadata.labels", GoString(StringOf(&l.value)), msg);
       }
+    }
+  }
+  if (const Value* ann = Find(m, "annotations"); ann != nullptr && ann->IsObject()) {
+    size_t total = 0;
+    for (const auto& a : ann->GetObject()) {
+      std::string key = a.name.GetString();
+      std::string lower = key;
+      std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+      for (const std::string& msg : IsQualifiedName(lower)) {
+        e.Invalid("metadata.annotations", GoString(key), msg);
+      }
+      total += key.size() + StringOf(&a.value).size();
+    }
+    if (total > kMaxAnnotationBytes) e.TooLong("metadata.annotations", kMaxAnnotationBytes);
+  }
+  if (const Value* owners = Find(m, "ownerReferences"); owners != nullptr && owners->IsArray()) {
+    // Upstream validates each reference on the list's path, without an index.
+    const std::string f = "metadata.ownerReferences";
+    std::vector<std::string> controllers;
+    for (const Value& o : owners->GetArray()) {
+      const std::string api_version = StringOf(Find(o, "apiVersion"));
+      // schema.ParseGroupVersion: "v1", "group/v1"; a second slash is an error (no version).
+      std::string version = api_version;
+      if (const size_t slash = api_version.find('/'); slash != std::string::npos) {
+        version = api_version.find('/', slash + 1) != std::string::npos
+                      ? ""
+                      : api_version.substr(slash + 1);
+      }
+      if (version.empty()) {
+        e.Invalid(f + ".apiVersion", GoString(api_version), "version must not be empty");
+      }
+      for (const char* k : {"kind", "name", "uid"}) {
+        if (StringOf(Find(o, k)).empty()) e.Invalid(f + "." + k, GoString(""), "must not be empty");
+      }
+      const Value* controller = Find(o, "controller");
+      if (controller != nullptr && controller->IsBool() && controller->GetBool()) {
+        controllers.push_back(StringOf(Find(o, "kind")) + "/" + StringOf(Find(o, "name")));
+      }
+    }
+    if (controllers.size() > 1) {
+      std::string list;
+      for (const std::string& c : controllers) list += (list.empty() ? "" : ", ") + c;
+      e.Invalid(f, "[]v1.OwnerReference{...}",
+                "Only one reference can have Controller set to true. Found \"true\" in "
+                "references for " +
+                    list);
+    }
+  }
+  if (const Value* finalizers = Find(m, "finalizers"); finalizers != nullptr) {
+    for (const Value& f : finalizers->GetArray()) {
+      const std::string fin = StringOf(&f);
+      for (const std::string& msg : IsQualifiedName(fin)) {
+        e.Invalid("metadata.finalizers", GoString(fin), msg);
+      }
+      static const std::set<std::string> kStandard = {"kubernetes", "orphan", "foregroundDeletion"};
+      if (fin.find('/') == std::string::npos && kStandard.count(fin) == 0) {
+        e.Invalid("metadata.finalizers", GoString(fin),
+                  "name is neither a standard finalizer name nor is it fully qualified");
+      }
+    }
+  }
+  if (old_slice == nullptr) return;
+  const Value* old_meta = Find(*old_slice, "metadata");
+  if (old_meta == nullptr) return;
+  if (name != StringOf(Find(*old_meta, "name"))) {
+    e.Invalid("metadata.name", GoString(name), "field is immutable");
+  }
+  for (const char* k : {"uid", "creationTimestamp"}) {
+    const std::string now = StringOf(Find(m, k));
+    if (!now.empty() && now != StringOf(Find(*old_meta, k))) {
+      e.Invalid("metadata." + std::string(k), GoString(now), "field is immutable");
+    }
+  }
+  if (StringOf(Find(m, "resourceVersion")).empty()) {
+    e.Invalid("metadata.resourceVersion", "0x0", "must be specified for an update");
+  }
+}
+
+void ValidatePool(const Value* pool, FieldErrors& e) {
+  static const Value kEmpty(rapidjson::kObjectType);
+  const Value& p = pool != nullptr ? *pool : kEmpty;
+  const std::string name = StringOf(Find(p, "name"));
+  if (name.empty()) {
+    e.Required("spec.pool.name");
+  } else {
+    if (name.size() > kMaxPoolNameLength) e.TooLong("spec.pool.name", kMaxPoolNameLength);
+    size_t start = 0;
+    while (true) {
+      const size_t end = name.find('/', start);
+      const std::string part = name.substr(start, end == std::string::npos ? end : end - start);
+      for (const std::string& msg : IsDns1123Subdomain(part)) {
+        e.Invalid("spec.pool.name", GoString(part), msg);
+      }
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  }
+  const Value* count = Find(p, "resourceSliceCount");
+  const int64_t n = count != nullptr && count->IsInt64() ? count->GetInt64() : 0;
+  if (n <= 0) e.Invalid("spec.pool.resourceSliceCount", GoInt(n), "must be greater than zero");
+  const Value* generation = Find(p, "generation");
+  if (generation != nullptr && generation->IsInt64() && generation->GetInt64() < 0) {
+    e.Invalid("spec.pool.generation", GoInt(generation->GetInt64()),
+              "must be greater than or equal to zero");
+  }
+}
+
+bool AnyDeviceHas(const Value* devices, const char* key) {
+  if (devices == nullptr || !devices->IsArray()) return false;
+  for (const Value& d : devices->GetArray()) {
+    if (SizeOf(d, key) > 0) return true;
+  }
+  return false;
+}
+
+bool HaveListAttributes(const Value* devices) {
+  if (devices == nullptr || !devices->IsArray()) return false;
+  for (const Value& d : devices->GetArray()) {
+    const Value* attrs = Find(d, "attributes");
+    if (attrs == nullptr || !attrs->IsObject()) continue;
+    for (const auto& a : attrs->GetObject()) {
+      for (const char* k : {"ints", "bools", "strings", "versions"}) {
+        if (Find(a.value, k) != nullptr) return true;
+      }
+    }
+  }
+  return false;
+}
+
+const Value* OldDevice(const Value* old_spec, const std::string& name) {
+  const Value* devices = old_spec == nullptr ? nullptr : Find(*old_spec, "devices");
+  if (devices == nullptr || !devices->IsArray()) return nullptr;
+  for (const Value& d : devices->GetArray()) {
+    if (StringOf(Find(d, "name")) == name) return &d;
+  }
+  return nullptr;
+}
+
+void ValidatePartitionTypeAttribute(const Value& spec, FieldErrors& e) {
+  const std::string name = StringOf(Find(spec, "partitionTypeAttribute"));
+  const Value* devices = Find(spec, "devices");
+  if (!AnyDeviceHas(devices, "consumesCounters")) {
+    e.Invalid("spec.partitionTypeAttribute", GoString(name),
+              "may only be set on a slice which declares devices that consume counters");
+    return;
+  }
+  // The name's format is declarative: a fully qualified name (domain/ID).
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == name.size() ||
+      name.find('/', slash + 1) != std::string::npos) {
+    e.Invalid("spec.partitionTypeAttribute", GoString(name),
+              "a fully qualified name must be a domain and a name separated by a slash");
+    return;
+  }
+  const std::string driver = StringOf(Find(spec, "driver"));
+  const std::string bare = name.rfind(driver + "/", 0) == 0 ? name.substr(driver.size() + 1) : "";
+  for (rapidjson::SizeType i = 0; i < devices->Size(); ++i) {
+    const Value& d = (*devices)[i];
+    if (SizeOf(d, "consumesCounters") == 0) continue;
+    const std::string path = "spec.devices[" + std::to_string(i) + "].attributes[" + name + "]";
+    const Value* attrs = Find(d, "attributes");
+    const Value* attr = attrs == nullptr ? nullptr : Find(*attrs, name.c_str());
+    if (attr == nullptr && !bare.empty() && attrs != nullptr) attr = Find(*attrs, bare.c_str());
+    if (attr == nullptr) {
+      e.Required(path,
+                 "device consumes counters and `partitionTypeAttribute` names this attribute, so "
+                 "it must be set");
+    } else if (Find(*attr, "string") == nullptr) {
+      e.Invalid(path, "resource.DeviceAttribute{...}",
+                "must be a string value because `partitionTypeAttribute` names this attribute");
     }
   }
 }
 
-void ValidateCapacity(const Value& cap, const std::string& field, Errors& e) {
-  const Value* value = Member(cap, "value");
-  if (value == nullptr) {
-    e.Required(field + ".value");
-  } else if (!value->IsString() || !IsQuantity(value->GetString())) {
-    e.Invalid(field + ".value", DescribeValue(*value), "must be a quantity");
+void ValidateSkipNodeOperations(const Value& spec, FieldErrors& e) {
+  const Value* ops = Find(spec, "skipNodeOperations");
+  if (ops == nullptr || !ops->IsArray()) return;
+  // Declarative: an enum and a set.
+  static const std::vector<std::string> kValues = {"*", "NodePrepareResources",
+                                                   "NodeUnprepareResources"};
+  std::set<std::string> seen;
+  for (rapidjson::SizeType i = 0; i < ops->Size(); ++i) {
+    const std::string op = StringOf(&(*ops)[i]);
+    const std::string path = "spec.skipNodeOperations[" + std::to_string(i) + "]";
+    if (std::find(kValues.begin(), kValues.end(), op) == kValues.end()) {
+      e.NotSupported(path, GoString(op), kValues);
+    }
+    if (!seen.insert(op).second) e.Duplicate(path, GoString(op));
   }
-  const Value* policy = Member(cap, "requestPolicy");
-  if (policy == nullptr) return;
-  const std::string pf = field + ".requestPolicy";
-  if (const Value* d = Member(*policy, "default");
-      d != nullptr && (!d->IsString() || !IsQuantity(d->GetString()))) {
-    e.Invalid(pf + ".default", DescribeValue(*d), "must be a quantity");
+  if (seen.count("NodePrepareResources") && !seen.count("NodeUnprepareResources") &&
+      !seen.count("*")) {
+    e.Invalid("spec.skipNodeOperations", "[]resource.SkipNodeOperation{...}",
+              "NodePrepareResources cannot be skipped unless NodeUnprepareResources is also "
+              "skipped");
   }
-  const Value* valid_values = Member(*policy, "validValues");
-  const Value* valid_range = Member(*policy, "validRange");
-  if (valid_values != nullptr && valid_range != nullptr) {
-    e.Forbidden(
-        pf,
-        "exactly one policy can be specified, cannot specify \"validValues\" and \"validRange\"");
+}
+
+void ValidateSpec(const Value& spec, const Value* old_spec, const FeatureGates& gates,
+                  FieldErrors& e) {
+  const std::string driver = StringOf(Find(spec, "driver"));
+  internal::ValidateDriverName(driver, "spec.driver", e);
+  const Value* pool = Find(spec, "pool");
+  ValidatePool(pool, e);
+  if (old_spec != nullptr) {
+    const Value* old_pool = Find(*old_spec, "pool");
+    const std::string pool_name = pool == nullptr ? "" : StringOf(Find(*pool, "name"));
+    if (pool_name != (old_pool == nullptr ? "" : StringOf(Find(*old_pool, "name")))) {
+      e.Invalid("spec.pool.name", GoString(pool_name), "field is immutable");
+    }
+    if (driver != StringOf(Find(*old_spec, "driver"))) {
+      e.Invalid("spec.driver", GoString(driver), "field is immutable");
+    }
+    const Value* node = Find(spec, "nodeName");
+    const Value* old_node = Find(*old_spec, "nodeName");
+    if ((node == nullptr) != (old_node == nullptr) || StringOf(node) != StringOf(old_node)) {
+      e.Invalid("spec.nodeName", node == nullptr ? kGoNull : GoString(StringOf(node)),
+                "field is immutable");
+    }
   }
-  if (valid_values != nullptr) {
-    if (!valid_values->IsArray()) {
-      e.Invalid(pf + ".validValues", DescribeValue(*valid_values), "must be a list");
-    } else if (valid_values->Size() > kMaxValidValues) {
-      e.TooMany(pf + ".validValues", valid_values->Size(), kMaxValidValues);
+  const std::vector<std::string> set = NodeSelectionFields(spec, e);
+  if (set.empty()) {
+    e.Required("spec",
+               "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
+               "is required");
+  } else if (set.size() > 1) {
+    std::string joined;
+    for (const std::string& s : set) joined += (joined.empty() ? "" : ", ") + s;
+    e.Invalid("spec", GoString("{" + joined + "}"),
+              "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` "
+              "is required, but multiple fields are set");
+  }
+  const Value* devices = Find(spec, "devices");
+  const Value* counters = Find(spec, "sharedCounters");
+  if (devices != nullptr && counters != nullptr) {
+    e.Invalid("spec", GoString(""), "only one of `sharedCounters` or `devices` is allowed");
+  }
+  const Value* per_device = Find(spec, "perDeviceNodeSelection");
+  const bool per_device_nodes = per_device != nullptr && per_device->GetBool();
+  if (devices != nullptr) {
+    const size_t max = AnyDeviceHas(devices, "taints") ||
+                               AnyDeviceHas(devices, "consumesCounters") ||
+                               HaveListAttributes(devices)
+                           ? kMaxDevicesWithAdvancedFeatures
+                           : kMaxDevices;
+    if (devices->Size() > max) {
+      e.TooMany("spec.devices", devices->Size(), max);  // short-circuits: items not validated
     } else {
-      for (rapidjson::SizeType i = 0; i < valid_values->Size(); ++i) {
-        const Value& q = (*valid_values)[i];
-        if (!q.IsString() || !IsQuantity(q.GetString())) {
-          e.Invalid(pf + ".validValues[" + std::to_string(i) + "]", DescribeValue(q),
-                    "must be a quantity");
+      std::set<std::string> names;
+      for (rapidjson::SizeType i = 0; i < devices->Size(); ++i) {
+        const Value& d = (*devices)[i];
+        const std::string name = StringOf(Find(d, "name"));
+        internal::ValidateDevice(d, OldDevice(old_spec, name), Index("spec.devices", i),
+                                 per_device_nodes, gates, e);
+      }
+      for (rapidjson::SizeType i = 0; i < devices->Size(); ++i) {
+        const std::string name = StringOf(Find((*devices)[i], "name"));
+        if (!names.insert(name).second) e.Duplicate(Index("spec.devices", i), GoString(name));
+      }
+    }
+  }
+  if (counters != nullptr) {
+    if (counters->Size() > kMaxCounterSets) {
+      e.TooMany("spec.sharedCounters", counters->Size(), kMaxCounterSets);
+    } else {
+      std::set<std::string> names;
+      for (rapidjson::SizeType i = 0; i < counters->Size(); ++i) {
+        internal::ValidateCounterSet((*counters)[i], Index("spec.sharedCounters", i), e);
+      }
+      for (rapidjson::SizeType i = 0; i < counters->Size(); ++i) {
+        const std::string name = StringOf(Find((*counters)[i], "name"));
+        if (!names.insert(name).second) {
+          e.Duplicate(Index("spec.sharedCounters", i), GoString(name));
         }
       }
     }
   }
-  if (valid_range != nullptr) {
-    const Value* min = Member(*valid_range, "min");
-    if (min == nullptr) e.Required(pf + ".validRange.min");
-    for (const char* k : {"min", "max", "step"}) {
-      const Value* q = Member(*valid_range, k);
-      if (q != nullptr && (!q->IsString() || !IsQuantity(q->GetString()))) {
-        e.Invalid(pf + ".validRange." + k, DescribeValue(*q), "must be a quantity");
-      }
-    }
-  }
-}
-
-void ValidateDevice(const Value& device, const std::string& field, bool per_device_nodes,
-                    std::set<std::string>& names, Errors& e) {
-  if (!device.IsObject()) {
-    e.Invalid(field, DescribeValue(device), "must be an object");
-    return;
-  }
-  const Value* name = Member(device, "name");
-  if (name == nullptr || !name->IsString() || name->GetStringLength() == 0) {
-    e.Required(field + ".name");
-  } else if (!IsDnsLabel(name->GetString())) {
-    e.Invalid(field + ".name", Quoted(name->GetString()),
-              "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
-              "'-', and must start and end with an alphanumeric character");
-  } else if (!names.insert(name->GetString()).second) {
-    e.Duplicate(field + ".name", name->GetString());
-  }
-  size_t entries = 0;
-  size_t values = 0;
-  if (const Value* attrs = Member(device, "attributes")) {
-    if (!attrs->IsObject()) {
-      e.Invalid(field + ".attributes", DescribeValue(*attrs), "must be a map");
-    } else {
-      for (const auto& m : attrs->GetObject()) {
-        const std::string key = m.name.GetString();
-        const std::string f = field + ".attributes[" + key + "]";
-        ValidateQualifiedName(key, f, e);
-        ValidateAttribute(m.value, f, e);
-        ++entries;
-        size_t n = 1;
-        for (const char* list : {"ints", "bools", "strings", "versions"}) {
-          const Value* v = Member(m.value, list);
-          if (v != nullptr && v->IsArray()) n = v->Size();
-        }
-        values += n;
-      }
-    }
-  }
-  if (values > kMaxAttributeValuesPerDevice) {
-    e.TooMany(field + ".attributes", values, kMaxAttributeValuesPerDevice);
-  }
-  if (const Value* caps = Member(device, "capacity")) {
-    if (!caps->IsObject()) {
-      e.Invalid(field + ".capacity", DescribeValue(*caps), "must be a map");
-    } else {
-      for (const auto& m : caps->GetObject()) {
-        const std::string key = m.name.GetString();
-        const std::string f = field + ".capacity[" + key + "]";
-        ValidateQualifiedName(key, f, e);
-        ValidateCapacity(m.value, f, e);
-        ++entries;
-      }
-    }
-  }
-  if (entries > kMaxAttributesAndCapacities) {
-    e.TooMany(field + ".attributes", entries, kMaxAttributesAndCapacities);
-  }
-  if (const Value* v = Member(device, "allowMultipleAllocations"); v != nullptr && !v->IsBool()) {
-    e.Invalid(field + ".allowMultipleAllocations", DescribeValue(*v), "must be a boolean");
-  }
-  int node_fields = 0;
-  for (const char* k : {"nodeName", "nodeSelector", "allNodes"}) {
-    if (Member(device, k) != nullptr) ++node_fields;
-  }
-  if (per_device_nodes && node_fields != 1) {
-    e.Invalid(field, "{...}",
-              "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when "
-              "`perDeviceNodeSelection` is set to true in the ResourceSlice spec");
-  } else if (!per_device_nodes && node_fields != 0) {
-    e.Invalid(field, "{...}",
-              "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
-              "`perDeviceNodeSelection` is set to true in the ResourceSlice Spec");
-  }
-}
-
-std::string StringAt(const Value& v, const char* a, const char* b = nullptr) {
-  const Value* x = Member(v, a);
-  if (x != nullptr && b != nullptr) x = Member(*x, b);
-  return x != nullptr && x->IsString() ? std::string(x->GetString()) : std::string();
-}
-
-// A JSON shape: known members (nullptr = any value), array items, or map values.
-struct Shape {
-  std::map<std::string, const Shape*> members;
-  const Shape* items = nullptr;   // for arrays of objects
-  const Shape* values = nullptr;  // for maps with free keys
-  bool is_map = false;
-};
-
-const Shape& SliceShape() {
-  static const Shape* const shape = [] {
-    auto* range = new Shape{{{"min", nullptr}, {"max", nullptr}, {"step", nullptr}}};
-    auto* policy =
-        new Shape{{{"default", nullptr}, {"validValues", nullptr}, {"validRange", range}}};
-    auto* capacity = new Shape{{{"value", nullptr}, {"requestPolicy", policy}}};
-    auto* attribute = new Shape{{{"int", nullptr},
-                                 {"bool", nullptr},
-                                 {"string", nullptr},
-                                 {"version", nullptr},
-                                 {"ints", nullptr},
-                                 {"bools", nullptr},
-                                 {"strings", nullptr},
-                                 {"versions", nullptr}}};
-    auto* attributes = new Shape{{}, nullptr, attribute, true};
-    auto* capacities = new Shape{{}, nullptr, capacity, true};
-    auto* device = new Shape{{{"name", nullptr},
-                              {"attributes", attributes},
-                              {"capacity", capacities},
-                              {"allowMultipleAllocations", nullptr},
-                              {"consumesCounters", nullptr},
-                              {"nodeName", nullptr},
-                              {"nodeSelector", nullptr},
-                              {"allNodes", nullptr},
-                              {"taints", nullptr},
-                              {"bindsToNode", nullptr},
-                              {"bindingConditions", nullptr},
-                              {"bindingFailureConditions", nullptr},
-                              {"nodeAllocatableResources", nullptr},
-                              {"nodeAllocatableResourceMappings", nullptr}}};
-    auto* devices = new Shape{{}, device};
-    auto* pool =
-        new Shape{{{"name", nullptr}, {"generation", nullptr}, {"resourceSliceCount", nullptr}}};
-    auto* spec = new Shape{{{"driver", nullptr},
-                            {"pool", pool},
-                            {"nodeName", nullptr},
-                            {"nodeSelector", nullptr},
-                            {"allNodes", nullptr},
-                            {"perDeviceNodeSelection", nullptr},
-                            {"devices", devices},
-                            {"sharedCounters", nullptr},
-                            {"partitionTypeAttribute", nullptr},
-                            {"skipNodeOperations", nullptr}}};
-    auto* owner = new Shape{{{"apiVersion", nullptr},
-                             {"kind", nullptr},
-                             {"name", nullptr},
-                             {"uid", nullptr},
-                             {"controller", nullptr},
-                             {"blockOwnerDeletion", nullptr}}};
-    auto* owners = new Shape{{}, owner};
-    auto* metadata = new Shape{{{"name", nullptr},
-                                {"generateName", nullptr},
-                                {"namespace", nullptr},
-                                {"selfLink", nullptr},
-                                {"uid", nullptr},
-                                {"resourceVersion", nullptr},
-                                {"generation", nullptr},
-                                {"creationTimestamp", nullptr},
-                                {"deletionTimestamp", nullptr},
-                                {"deletionGracePeriodSeconds", nullptr},
-                                {"labels", nullptr},
-                                {"annotations", nullptr},
-                                {"ownerReferences", owners},
-                                {"finalizers", nullptr},
-                                {"managedFields", nullptr}}};
-    return new Shape{
-        {{"apiVersion", nullptr}, {"kind", nullptr}, {"metadata", metadata}, {"spec", spec}}};
-  }();
-  return *shape;
-}
-
-void Prune(Value& v, const Shape& shape, const std::string& path,
-           rapidjson::Document::AllocatorType& allocator, std::vector<std::string>& removed) {
-  if (shape.items != nullptr) {
-    if (!v.IsArray()) return;
-    for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
-      Prune(v[i], *shape.items, path + "[" + std::to_string(i) + "]", allocator, removed);
-    }
-    return;
-  }
-  if (!v.IsObject()) return;
-  if (shape.is_map) {
-    for (auto& m : v.GetObject()) {
-      Prune(m.value, *shape.values, path + "[" + m.name.GetString() + "]", allocator, removed);
-    }
-    return;
-  }
-  for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
-    const std::string key = it->name.GetString();
-    const std::string child = path.empty() ? key : path + "." + key;
-    auto known = shape.members.find(key);
-    if (known == shape.members.end()) {
-      removed.push_back(child);
-      it = v.EraseMember(it);
-      continue;
-    }
-    if (known->second != nullptr) Prune(it->value, *known->second, child, allocator, removed);
-    ++it;
-  }
-}
-
-void ValidateOwnerReferences(const Value& slice, Errors& e) {
-  const Value* metadata = Member(slice, "metadata");
-  const Value* owners = metadata == nullptr ? nullptr : Member(*metadata, "ownerReferences");
-  if (owners == nullptr) return;
-  if (!owners->IsArray()) {
-    e.Invalid("metadata.ownerReferences", DescribeValue(*owners), "must be a list");
-    return;
-  }
-  int controllers = 0;
-  for (rapidjson::SizeType i = 0; i < owners->Size(); ++i) {
-    const Value& o = (*owners)[i];
-    const std::string f = "metadata.ownerReferences[" + std::to_string(i) + "]";
-    for (const char* k : {"apiVersion", "kind", "name", "uid"}) {
-      if (StringAt(o, k).empty())
-        e.Invalid(f + "." + k, "\"\"", std::string(k) + " must not be empty");
-    }
-    const Value* controller = Member(o, "controller");
-    if (controller != nullptr && controller->IsBool() && controller->GetBool()) ++controllers;
-  }
-  if (controllers > 1) {
-    e.Invalid("metadata.ownerReferences", "[...]",
-              "Only one reference can have Controller set to true");
-  }
+  if (Find(spec, "partitionTypeAttribute") != nullptr) ValidatePartitionTypeAttribute(spec, e);
+  ValidateSkipNodeOperations(spec, e);
 }
 
 }  // namespace
 
-std::vector<std::string> PruneUnknownSliceFields(rapidjson::Value& slice,
-                                                 rapidjson::Document::AllocatorType& allocator) {
-  std::vector<std::string> removed;
-  Prune(slice, SliceShape(), "", allocator, removed);
-  return removed;
+namespace internal {
+
+void ValidateDriverName(const std::string& name, const std::string& field, FieldErrors& e) {
+  if (name.empty()) {
+    e.Required(field);
+    return;
+  }
+  if (name.size() > kMaxDriverLength) {
+    e.TooLong(field, kMaxDriverLength);
+    return;
+  }
+  std::string lower = name;  // upper case only warns upstream
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  for (const std::string& msg : IsDns1123Subdomain(lower)) e.Invalid(field, GoString(name), msg);
 }
 
-std::string FieldError::ToString() const {
-  return field + ": " + type + (detail.empty() ? "" : ": " + detail);
+void ValidateNodeName(const std::string& name, const std::string& field, FieldErrors& e) {
+  for (const std::string& msg : IsDns1123Subdomain(name)) e.Invalid(field, GoString(name), msg);
 }
 
-bool IsDnsLabel(const std::string& s) {
-  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
-  return !s.empty() && s.size() <= 63 && std::regex_match(s, re);
+void ValidateDnsLabel(const std::string& name, const std::string& field, FieldErrors& e) {
+  for (const std::string& msg : IsDns1123Label(name)) e.Invalid(field, GoString(name), msg);
 }
 
-bool IsDnsSubdomain(const std::string& s) {
-  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  return !s.empty() && s.size() <= 253 && std::regex_match(s, re);
+void ValidateLabelName(const std::string& name, const std::string& field, FieldErrors& e) {
+  for (const std::string& msg : IsQualifiedName(name)) e.Invalid(field, GoString(name), msg);
 }
 
-bool IsCIdentifier(const std::string& s) {
-  static const std::regex re("[A-Za-z_][A-Za-z0-9_]*");
-  return std::regex_match(s, re);
+void ValidateNodeSelector(const Value& selector, const std::string& field, FieldErrors& e) {
+  const std::string terms_path = field + ".nodeSelectorTerms";
+  const Value* terms = Find(selector, "nodeSelectorTerms");
+  if (terms == nullptr || terms->Empty()) {
+    e.Required(terms_path, "must have at least one node selector term");
+    return;
+  }
+  for (rapidjson::SizeType t = 0; t < terms->Size(); ++t) {
+    const Value& term = (*terms)[t];
+    const std::string tp = Index(terms_path, t);
+    if (const Value* exprs = Find(term, "matchExpressions")) {
+      for (rapidjson::SizeType j = 0; j < exprs->Size(); ++j) {
+        const Value& r = (*exprs)[j];
+        const std::string rp = Index(tp + ".matchExpressions", j);
+        const std::string op = StringOf(Find(r, "operator"));
+        const size_t values = SizeOf(r, "values");
+        if (op == "In" || op == "NotIn") {
+          if (values == 0) {
+            e.Required(rp + ".values", "must be specified when `operator` is 'In' or 'NotIn'");
+          }
+        } else if (op == "Exists" || op == "DoesNotExist") {
+          if (values > 0) {
+            e.Forbidden(rp + ".values",
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+          }
+        } else if (op == "Gt" || op == "Lt") {
+          if (values != 1) {
+            e.Required(rp + ".values",
+                       "must be specified single value when `operator` is 'Lt' or 'Gt'");
+          }
+        } else {
+          e.Invalid(rp + ".operator", GoString(op), "not a valid selector operator");
+        }
+        ValidateLabelName(StringOf(Find(r, "key")), rp + ".key", e);
+        if (const Value* vs = Find(r, "values")) {
+          for (rapidjson::SizeType k = 0; k < vs->Size(); ++k) {
+            for (const std::string& msg : IsValidLabelValue(StringOf(&(*vs)[k]))) {
+              e.Invalid(Index(rp + ".values", k), GoString(StringOf(&(*vs)[k])), msg);
+            }
+          }
+        }
+      }
+    }
+    if (const Value* fields = Find(term, "matchFields")) {
+      for (rapidjson::SizeType j = 0; j < fields->Size(); ++j) {
+        const Value& r = (*fields)[j];
+        const std::string rp = Index(tp + ".matchFields", j);
+        const std::string op = StringOf(Find(r, "operator"));
+        if (op == "In" || op == "NotIn") {
+          if (SizeOf(r, "values") != 1) {
+            e.Required(rp + ".values",
+                       "must be only one value when `operator` is 'In' or 'NotIn' for node field "
+                       "selector");
+          }
+        } else {
+          e.Invalid(rp + ".operator", GoString(op), "not a valid selector operator");
+        }
+        const std::string key = StringOf(Find(r, "key"));
+        if (key != "metadata.name") {
+          e.Invalid(rp + ".key", GoString(key), "not a valid field selector key");
+        } else if (const Value* vs = Find(r, "values")) {
+          for (rapidjson::SizeType k = 0; k < vs->Size(); ++k) {
+            ValidateNodeName(StringOf(&(*vs)[k]), Index(rp + ".values", k), e);
+          }
+        }
+      }
+    }
+  }
 }
 
-bool IsQuantity(const std::string& s) {
-  // sign, digits with optional fraction, optional exponent or binary/decimal suffix.
-  static const std::regex re(
-      "[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?");
-  return !s.empty() && std::regex_match(s, re);
+}  // namespace internal
+
+std::vector<std::string> IsDns1123Label(const std::string& s) {
+  std::vector<std::string> errs;
+  if (s.size() > 63) errs.push_back(MaxLen(63));
+  if (!MatchesLabel(s)) {
+    if (MatchesSubdomain(s)) {
+      errs.push_back("must not contain dots");
+    } else {
+      errs.push_back(RegexError(kLabelMsg, kLabelFmt, {"my-name", "123-abc"}));
+    }
+  }
+  return errs;
+}
+
+std::vector<std::string> IsDns1123Subdomain(const std::string& s) {
+  std::vector<std::string> errs;
+  if (s.size() > 253) errs.push_back(MaxLen(253));
+  if (!MatchesSubdomain(s)) {
+    errs.push_back(RegexError(kSubdomainMsg, SubdomainFmt(), {"example.com"}));
+  }
+  return errs;
+}
+
+std::vector<std::string> IsCIdentifier(const std::string& s) {
+  constexpr char kFmt[] = "[A-Za-z_][A-Za-z0-9_]*";
+  if (MatchesCIdentifier(s)) return {};
+  return {RegexError(
+      "a valid C identifier must start with alphabetic character or '_', followed by a string of "
+      "alphanumeric characters or '_'",
+      kFmt, {"my_name", "MY_NAME", "MyName"})};
+}
+
+std::vector<std::string> IsQualifiedName(const std::string& s) {
+  std::vector<std::string> errs;
+  const std::string pattern =
+      RegexError(kQualifiedMsg, kQualifiedFmt, {"MyName", "my.name", "123-abc"});
+  std::string name = s;
+  const size_t slash = s.find('/');
+  if (slash != std::string::npos) {
+    if (s.find('/', slash + 1) != std::string::npos) {
+      return {"a qualified name " + pattern +
+              " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"};
+    }
+    const std::string prefix = s.substr(0, slash);
+    name = s.substr(slash + 1);
+    if (prefix.empty()) {
+      errs.push_back("prefix part must be non-empty");
+    } else {
+      for (const std::string& msg : IsDns1123Subdomain(prefix))
+        errs.push_back("prefix part " + msg);
+    }
+  }
+  if (name.empty()) {
+    errs.push_back("name part must be non-empty");
+  } else if (name.size() > 63) {
+    errs.push_back("name part " + MaxLen(63));
+  }
+  if (!MatchesQualified(name)) errs.push_back("name part " + pattern);
+  return errs;
+}
+
+std::vector<std::string> IsValidLabelValue(const std::string& s) {
+  std::vector<std::string> errs;
+  if (s.size() > 63) errs.push_back(MaxLen(63));
+  const std::string fmt = std::string("(") + kQualifiedFmt + ")?";
+  if (!s.empty() && !MatchesQualified(s)) {
+    errs.push_back(RegexError(
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+        "or '.', and must start and end with an alphanumeric character",
+        fmt, {"MyValue", "my_value", "12345"}));
+  }
+  return errs;
 }
 
 bool IsSemver(const std::string& s) {
   static const std::regex re(
       "(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)"
-      "(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?(\\+[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?");
+      "(-(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(\\.(0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]"
+      "*))"
+      "*)?(\\+[0-9a-zA-Z-]+(\\.[0-9a-zA-Z-]+)*)?");
   return std::regex_match(s, re);
 }
 
-std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* old_slice) {
-  Errors e;
-  const std::string name = StringAt(slice, "metadata", "name");
-  if (name.empty()) {
-    e.Required("metadata.name", "name or generateName is required");
-  } else if (!IsDnsSubdomain(name)) {
-    e.Invalid("metadata.name", Quoted(name),
-              "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-              "characters, '-' or '.', and must start and end with an alphanumeric character");
-  }
-  ValidateOwnerReferences(slice, e);
-  const Value* spec = Member(slice, "spec");
-  if (spec == nullptr || !spec->IsObject()) {
-    e.Required("spec");
-    return e.Take();
-  }
-  const std::string driver = StringAt(*spec, "driver");
-  if (driver.empty()) {
-    e.Required("spec.driver");
-  } else if (driver.size() > kMaxDriverLength) {
-    e.TooLong("spec.driver", kMaxDriverLength);
-  } else if (!IsDnsSubdomain(driver)) {
-    e.Invalid("spec.driver", Quoted(driver),
-              "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-              "'-' or '.', and must start and end with an alphanumeric character");
-  }
-  const Value* pool = Member(*spec, "pool");
-  if (pool == nullptr) {
-    e.Required("spec.pool");
-  } else {
-    const std::string pool_name = StringAt(*pool, "name");
-    if (pool_name.empty()) {
-      e.Required("spec.pool.name");
-    } else if (pool_name.size() > kMaxPoolNameLength) {
-      e.TooLong("spec.pool.name", kMaxPoolNameLength);
-    } else {
-      size_t start = 0;
-      while (start <= pool_name.size()) {
-        size_t end = pool_name.find('/', start);
-        if (end == std::string::npos) end = pool_name.size();
-        if (!IsDnsSubdomain(pool_name.substr(start, end - start))) {
-          e.Invalid("spec.pool.name", Quoted(pool_name),
-                    "must be one or more DNS subdomains separated by slashes");
-          break;
-        }
-        start = end + 1;
-      }
-    }
-    const Value* generation = Member(*pool, "generation");
-    if (generation != nullptr && (!generation->IsInt64() || generation->GetInt64() < 0)) {
-      e.Invalid("spec.pool.generation", DescribeValue(*generation),
-                "must be greater than or equal to 0");
-    }
-    const Value* count = Member(*pool, "resourceSliceCount");
-    if (count == nullptr || !count->IsInt64() || count->GetInt64() <= 0) {
-      e.Invalid("spec.pool.resourceSliceCount", count == nullptr ? "0" : DescribeValue(*count),
-                "must be greater than zero");
-    }
-  }
-  int node_fields = 0;
-  const std::string node_name = StringAt(*spec, "nodeName");
-  if (!node_name.empty()) {
-    ++node_fields;
-    if (!IsDnsSubdomain(node_name)) {
-      e.Invalid("spec.nodeName", Quoted(node_name),
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                "characters, '-' or '.', and must start and end with an alphanumeric character");
-    }
-  }
-  if (Member(*spec, "nodeSelector") != nullptr) ++node_fields;
-  const Value* all_nodes = Member(*spec, "allNodes");
-  if (all_nodes != nullptr && all_nodes->IsBool() && all_nodes->GetBool()) ++node_fields;
-  const Value* per_device = Member(*spec, "perDeviceNodeSelection");
-  const bool per_device_nodes =
-      per_device != nullptr && per_device->IsBool() && per_device->GetBool();
-  if (per_device_nodes) ++node_fields;
-  if (node_fields == 0) {
-    e.Required("spec",
-               "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
-               "required");
-  } else if (node_fields > 1) {
-    e.Invalid("spec", "{...}",
-              "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is "
-              "required, but multiple fields are set");
-  }
-  const Value* devices = Member(*spec, "devices");
-  if (devices != nullptr && Member(*spec, "sharedCounters") != nullptr && devices->IsArray() &&
-      !devices->Empty()) {
-    e.Forbidden("spec", "only one of `devices` and `sharedCounters` may be set");
-  }
-  if (devices != nullptr) {
-    if (!devices->IsArray()) {
-      e.Invalid("spec.devices", DescribeValue(*devices), "must be a list");
-    } else {
-      bool taints_or_counters = false;
-      for (const Value& d : devices->GetArray()) {
-        if (Member(d, "taints") != nullptr || Member(d, "consumesCounters") != nullptr)
-          taints_or_counters = true;
-        if (const Value* attrs = Member(d, "attributes"); attrs != nullptr && attrs->IsObject()) {
-          for (const auto& m : attrs->GetObject()) {
-            for (const char* list : {"ints", "bools", "strings", "versions"}) {
-              if (Member(m.value, list) != nullptr) taints_or_counters = true;
-            }
-          }
-        }
-      }
-      const size_t max = taints_or_counters ? kMaxDevicesWithTaintsOrCounters : kMaxDevices;
-      if (devices->Size() > max) {
-        e.TooMany("spec.devices", devices->Size(), max);
-      } else {
-        std::set<std::string> names;
-        for (rapidjson::SizeType i = 0; i < devices->Size(); ++i) {
-          ValidateDevice((*devices)[i], "spec.devices[" + std::to_string(i) + "]", per_device_nodes,
-                         names, e);
-        }
-      }
-    }
-  }
-  if (old_slice != nullptr) {
-    const Value* old_spec = Member(*old_slice, "spec");
-    if (old_spec != nullptr) {
-      if (StringAt(*old_spec, "driver") != driver) {
-        e.Invalid("spec.driver", Quoted(driver), "field is immutable");
-      }
-      if (StringAt(*old_spec, "nodeName") != node_name) {
-        e.Invalid("spec.nodeName", Quoted(node_name), "field is immutable");
-      }
-      const std::string old_pool = StringAt(*old_spec, "pool", "name");
-      const std::string new_pool = pool != nullptr ? StringAt(*pool, "name") : std::string();
-      if (old_pool != new_pool) e.Invalid("spec.pool.name", Quoted(new_pool), "field is immutable");
-    }
-  }
+std::vector<FieldError> ValidateResourceSlice(const Value& slice, const Value* old_slice,
+                                              const FeatureGates& gates) {
+  FieldErrors e;
+  ValidateMetadata(slice, old_slice, e);
+  static const Value kEmpty(rapidjson::kObjectType);
+  const Value* spec = Find(slice, "spec");
+  const Value* old_spec = old_slice == nullptr ? nullptr : Find(*old_slice, "spec");
+  if (old_slice != nullptr && old_spec == nullptr) old_spec = &kEmpty;
+  ValidateSpec(spec != nullptr ? *spec : kEmpty, old_spec, gates, e);
   return e.Take();
 }
 
