@@ -165,8 +165,8 @@ std::vector<PreparedDevice> CpuClaimPreparer::Devices(
 
 Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
                                        const std::vector<const AllocationResultView*>& results,
-                                       const CpuSet& free, const CpuSet& online,
-                                       bool& align_memory) const {
+                                       const CpuSet& free, const CpuSet& online, bool& align_memory,
+                                       std::vector<std::string>& whole_devices) const {
   CpuSet chosen;
   std::map<std::string, int64_t> consumed;  // per device, over this claim's results
   align_memory = options_.policy.align_memory;
@@ -194,10 +194,25 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
                                        " is held by another claim (overlapping device assignment)");
       }
     } else {
-      if (!r->consumed_cpu) {
-        return InvalidArgumentError(what + ": no consumedCapacity for dra.cpu/cpu");
+      int64_t count = 0;
+      if (r->consumed_cpu) {
+        ASSIGN_OR_RETURN(count, ParseWholeCpuQuantity(*r->consumed_cpu));
+      } else {
+        // No consumedCapacity: the scheduler allocated the device whole (a cluster without
+        // DRAConsumableCapacity). The claim gets every CPU the device publishes: its capacity,
+        // which already leaves the shared-pool floor (and, under fullPCPUsOnly, whole cores).
+        if (!device->cpu_capacity) {
+          return InvalidArgumentError(what + ": no consumedCapacity and no capacity to grant");
+        }
+        count = *device->cpu_capacity;
+        if (policy.full_pcpus_only) count -= count % topology_.MaxThreadsPerCore();
+        if (count <= 0) {
+          return ResourceExhaustedError(
+              what + ": allocated whole (no consumedCapacity), but the device has no whole core " +
+              "to grant under fullPCPUsOnly");
+        }
+        whole_devices.push_back(r->device);
       }
-      ASSIGN_OR_RETURN(const int64_t count, ParseWholeCpuQuantity(*r->consumed_cpu));
       // The scheduler never gives one claim more than the device publishes; more means the
       // allocation was made against another view of this node (or by hand): refuse it rather
       // than eat into the CPUs the published capacity keeps for the shared-pool floor.
@@ -241,7 +256,15 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
         request.count = static_cast<int>(count);
         auto placed = allocator::Allocate(
             index_, request, ToAllocatorOptions(policy, options_.strict_cpu_reservation));
-        if (!placed.ok()) return placed.status().WithContext(what);
+        if (!placed.ok()) {
+          if (!r->consumed_cpu) {
+            return placed.status().WithContext(
+                what + ": allocated whole (no consumedCapacity), which needs all " +
+                std::to_string(count) + " CPUs it publishes; " +
+                std::to_string(request.available.Count()) + " of them are free");
+          }
+          return placed.status().WithContext(what);
+        }
         cpus = *placed;
       }
     }
@@ -301,16 +324,23 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
     const CpuSet claimed = txn->ClaimedCpus(ref.uid);
     const CpuSet free = (catalog_.allocatable & online) - claimed;
     bool align_memory = false;
-    auto cpus = Place(*claim, ours, free, online, align_memory);
+    std::vector<std::string> whole;
+    auto cpus = Place(*claim, ours, free, online, align_memory, whole);
     if (!cpus.ok()) return fail(cpus.status());
     const CpuSet pool_base =
         (options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online) & online;
     const int shared_after = (pool_base - claimed - *cpus).Count();
     if (shared_after < options_.min_shared_cpus) {
-      return fail(ResourceExhaustedError("granting CPUs " + cpus->ToListString() + " would leave " +
-                                         std::to_string(shared_after) +
-                                         " CPUs in the shared pool, below minSharedCPUs " +
-                                         std::to_string(options_.min_shared_cpus)));
+      std::string devices;
+      for (const std::string& d : whole) devices += (devices.empty() ? "" : ", ") + d;
+      return fail(ResourceExhaustedError(
+          "granting CPUs " + cpus->ToListString() + " would leave " + std::to_string(shared_after) +
+          " CPUs in the shared pool, below minSharedCPUs " +
+          std::to_string(options_.min_shared_cpus) +
+          (whole.empty() ? ""
+                         : " (" + devices + " allocated whole, with no consumedCapacity: the " +
+                               "cluster has no consumable capacity, so a claim takes all a " +
+                               "device publishes)")));
     }
     spec.uid = ref.uid;
     spec.namespace_ = claim->namespace_name;

@@ -11,7 +11,12 @@
 //      individual mode: the device's CPU; grouped: consumedCapacity["dra.cpu/cpu"] CPUs inside
 //      the device's group, chosen by the allocator with the node policy and the claim's
 //      overrides, or the claim's explicit cpuConfig.cpuset (validated); results get disjoint
-//      CPUs. Refused when the shared pool would fall below minSharedCPUs. Recorded kReserved.
+//      CPUs. A grouped result WITHOUT consumedCapacity is the whole device (the scheduler's answer
+//      when the cluster has no consumable capacity): every CPU the device publishes, i.e. its
+//      capacity (all allocatable CPUs of the NUMA node / socket / machine, minus the shared-pool
+//      floor on the first device; whole cores under fullPCPUsOnly). Refused when the shared pool
+//      would fall below minSharedCPUs, saying which devices were allocated whole. Recorded
+//      kReserved.
 //   4. The CDI specs of every claim of the call are written atomically together, with one
 //      directory fsync for the call (CdiStore::WriteAll), while those claims stay locked; a claim
 //      whose spec fails loses its reservation (nothing half-done).
@@ -92,9 +97,11 @@ class CpuClaimPreparer final : public ClaimPreparer {
   Staged Stage(const ClaimRef& ref);  // the claim's stripe is held
   void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged);  // steps 4-5
   std::string UnprepareOne(const ClaimRef& ref);
+  // `whole_devices` gets the devices allocated whole (results without consumedCapacity).
   Result<CpuSet> Place(const ResourceClaimView& claim,
                        const std::vector<const AllocationResultView*>& results, const CpuSet& free,
-                       const CpuSet& online, bool& align_memory) const;
+                       const CpuSet& online, bool& align_memory,
+                       std::vector<std::string>& whole_devices) const;
   std::vector<PreparedDevice> Devices(
       const ResourceClaimView& claim,
       const std::vector<const AllocationResultView*>& results) const;

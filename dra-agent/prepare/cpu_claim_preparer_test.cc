@@ -264,6 +264,57 @@ TEST_F(PreparerTest, ExplicitCpusetIsValidated) {
   EXPECT_EQ(cdi_->List()->claims.size(), 1u);
 }
 
+// A result without consumedCapacity (a cluster without DRAConsumableCapacity allocates grouped
+// devices whole) gets every CPU the device publishes.
+TEST_F(PreparerTest, WholeDeviceGetsEveryCpuItPublishes) {
+  ASSERT_EQ(PrepareOne(Add("w1", {{"r", "cpudevnuma001", ""}})).error, "");
+  EXPECT_EQ(Held("w1"), topology_.numa_nodes[1].cpus);
+  // The first device publishes 7 of its 8 CPUs (the shared-pool floor): the claim gets those 7.
+  ASSERT_EQ(PrepareOne(Add("w0", {{"r", "cpudevnuma000", ""}})).error, "");
+  EXPECT_EQ(Held("w0").Count(), 7);
+  EXPECT_TRUE(Held("w0").IsSubsetOf(topology_.numa_nodes[0].cpus));
+  // Idempotent, and released like any claim.
+  EXPECT_EQ(PrepareOne(Add("w0", {{"r", "cpudevnuma000", ""}})).error, "");
+  EXPECT_EQ(Held("w0").Count(), 7);
+  EXPECT_THAT(preparer_->Unprepare({{"ns", "c-w0", "w0"}}).at("w0"), IsEmpty());
+  EXPECT_TRUE(Held("w0").Empty());
+}
+
+TEST_F(PreparerTest, WholeDeviceUnderFullCoresGetsItsWholeCores) {
+  const std::string full_cores =
+      R"({"opaque":{"driver":"dra.cpu","parameters":{"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true}}}})";
+  ASSERT_EQ(PrepareOne(Add("w", {{"r", "cpudevnuma000", ""}}, full_cores)).error, "");
+  const CpuSet held = Held("w");
+  EXPECT_EQ(held.Count(), 6) << "7 published CPUs hold 3 whole cores";
+  for (const Core& core : topology_.cores) {
+    EXPECT_TRUE(core.cpus.IsSubsetOf(held) || !core.cpus.Intersects(held)) << core.id;
+  }
+}
+
+TEST_F(PreparerTest, WholeDeviceErrorsSayTheDeviceWasAllocatedWhole) {
+  // Part of the device is already held (a claim prepared with consumedCapacity before the
+  // cluster lost consumable capacity): the whole device cannot be granted.
+  ASSERT_EQ(PrepareOne(Add("c", {{"r", "cpudevnuma001", "2"}})).error, "");
+  EXPECT_THAT(PrepareOne(Add("w", {{"r", "cpudevnuma001", ""}})).error,
+              HasSubstr("allocated whole (no consumedCapacity), which needs all 8 CPUs it "
+                        "publishes; 6 of them are free"));
+  EXPECT_TRUE(Held("w").Empty());
+}
+
+TEST_F(PreparerTest, WholeDevicesStillKeepTheSharedPoolFloor) {
+  // CPU 11 (NUMA 0) went offline: both devices whole would leave no shared CPU.
+  {
+    std::lock_guard lock(mu_);
+    online_ = topology_.online - CpuSet{11};
+  }
+  ASSERT_EQ(PrepareOne(Add("w0", {{"r", "cpudevnuma000", ""}})).error, "");
+  const std::string error = PrepareOne(Add("w1", {{"r", "cpudevnuma001", ""}})).error;
+  EXPECT_THAT(error, HasSubstr("claim ns/c-w1 (uid w1): granting CPUs"));
+  EXPECT_THAT(error, HasSubstr("below minSharedCPUs 1 (cpudevnuma001 allocated whole, with no "
+                               "consumedCapacity"));
+  EXPECT_TRUE(Held("w1").Empty());
+}
+
 struct BadClaim {
   const char* name;
   std::vector<Result_> results;
@@ -275,7 +326,10 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
   const std::vector<BadClaim> cases = {
       {"fraction", {{"r", "cpudevnuma000", "1500m"}}, "", "fraction of a CPU"},
       {"zero", {{"r", "cpudevnuma000", "0"}}, "", "not positive"},
-      {"nocap", {{"r", "cpudevnuma000", ""}}, "", "no consumedCapacity"},
+      {"wholetwice",
+       {{"a", "cpudevnuma001", ""}, {"b", "cpudevnuma001", ""}},
+       "",
+       "16 CPUs (with the claim's other results on this device) is more than the capacity 8"},
       {"unknown", {{"r", "cpudevnuma007", "1"}}, "", "no such device"},
       // cpudevnuma000 publishes 7 of its 8 CPUs (the floor), cpudevnuma001 all 8.
       {"overcap",
