@@ -3,6 +3,8 @@
 #include <glog/logging.h>
 #include <poll.h>
 #include <pthread.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -181,17 +183,37 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
       "dracpu_nri_agent_heartbeat_age_seconds",
       "Seconds since the nri-agent's last heartbeat in shared memory (since this agent's start "
       "when it never beat).");
-  ASSIGN_OR_RETURN(http_, HttpServer::Start(config.bind_address,
-                                            {{"/metrics", [this] { return Metrics(); }},
-                                             {"/healthz",
-                                              [] {
-                                                return HttpResponse{200, "text/plain", "ok\n"};
-                                              }},
-                                             {"/readyz", [this] { return Readyz(); }}}));
+  ASSIGN_OR_RETURN(
+      http_, HttpServer::Start(config.bind_address,
+                               {{"/metrics", [this] { return Metrics(); }},
+                                {"/healthz",
+                                 [] {
+                                   return HttpResponse{200, "text/plain", "ok\n"};
+                                 }},
+                                {"/readyz", [this] { return Readyz(); }},
+                                {"/debug/resourceslices", [this] { return SlicesStatus(); }}}));
 
   // Slices: published and kept true in the background; republished when CPUs come and go.
   SlicePublisherOptions spo;
   spo.node_name = config.node_name;
+  spo.features = &server_features_;
+  spo.metrics = &metrics_;
+  spo.on_report = [](const PublisherReport& r) {
+    switch (r.kind) {
+      case PublisherReport::Kind::kRefused:
+        LOG(ERROR) << "ResourceSlice write failed: " << r.text;
+        break;
+      case PublisherReport::Kind::kRecovered:
+        LOG(INFO) << r.text;
+        break;
+      case PublisherReport::Kind::kShape:
+        LOG(WARNING) << "ResourceSlices: " << r.text;
+        break;
+      case PublisherReport::Kind::kFeature:
+        LOG(INFO) << "API server feature " << r.text;
+        break;
+    }
+  };
   ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, clock_, random_, spo));
   publisher_->SetDesired(catalog_);
   publisher_thread_ = std::jthread([this](std::stop_token stop) {
@@ -280,12 +302,91 @@ HttpResponse DraAgent::Metrics() {
 }
 
 HttpResponse DraAgent::Readyz() {
-  if (!registered()) return {503, "text/plain", "not registered with the kubelet yet\n"};
-  if (!slices_published()) {
-    return {503, "text/plain",
-            "ResourceSlices not published yet: " + publisher_->stats().last_error + "\n"};
+  // Every reason, not just the first: an operator fixing one should not discover the next.
+  std::string problems;
+  if (!registered()) problems += "not registered with the kubelet yet\n";
+  const SlicePublisherStats st = publisher_->stats();
+  std::string causes;
+  for (const PublishErrorCause& c : st.errors) {
+    causes += "  " + c.ToString() + " (" + std::to_string(c.count) + "x, last " + c.request + ")\n";
   }
+  // A refused write means the cluster does not see (all of) this node's CPUs: not ready, with
+  // the server's own words, until a sync succeeds.
+  if (st.rejected) {
+    problems += "ResourceSlices refused by the API server:\n" + causes;
+  } else if (!st.published) {
+    problems += "ResourceSlices not published yet: " + st.last_error + "\n" + causes;
+  }
+  if (!problems.empty()) return {503, "text/plain", problems};
   return {200, "text/plain", "ready\n"};
+}
+
+HttpResponse DraAgent::SlicesStatus() {
+  const SlicePublisherStats st = publisher_->stats();
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w(b);
+  auto str = [&w](const std::string& v) {
+    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  w.StartObject();
+  w.Key("published");
+  w.Bool(st.published);
+  w.Key("rejected");
+  w.Bool(st.rejected);
+  w.Key("slices");
+  w.Int(st.slices);
+  w.Key("generation");
+  w.Int64(st.generation);
+  w.Key("lastError");
+  str(st.last_error);
+  w.Key("publishErrors");
+  w.Uint64(st.publish_errors);
+  w.Key("droppedFields");
+  w.Uint64(st.dropped_fields);
+  w.Key("errors");
+  w.StartArray();
+  for (const PublishErrorCause& c : st.errors) {
+    w.StartObject();
+    w.Key("code");
+    str(c.code);
+    w.Key("reason");
+    str(c.reason);
+    w.Key("field");
+    str(c.field);
+    w.Key("message");
+    str(c.message);
+    w.Key("request");
+    str(c.request);
+    w.Key("count");
+    w.Uint64(c.count);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("shapeNotes");
+  w.StartArray();
+  for (const std::string& n : st.shape_notes) str(n);
+  w.EndArray();
+  w.Key("server");
+  w.StartObject();
+  w.Key("version");
+  str(server_features_.server_version());
+  w.Key("features");
+  w.StartObject();
+  for (int i = 0; i < kube::kServerFeatureCount; ++i) {
+    const auto f = static_cast<kube::ServerFeature>(i);
+    const kube::FeatureFinding finding = server_features_.Finding(f);
+    w.Key(std::string(kube::ServerFeatureGate(f)).c_str());
+    w.StartObject();
+    w.Key("state");
+    str(std::string(kube::FeatureStateName(finding.state)));
+    w.Key("evidence");
+    str(finding.evidence);
+    w.EndObject();
+  }
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  return {200, "application/json", std::string(b.GetString(), b.GetSize()) + "\n"};
 }
 
 namespace {

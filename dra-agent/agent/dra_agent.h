@@ -29,6 +29,7 @@
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
 #include "dra-agent/kube/kube_client.h"
+#include "dra-agent/kube/server_features.h"
 #include "dra-agent/kubelet/health_service.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
@@ -62,6 +63,9 @@ class DraAgent {
   int http_port() const { return http_ ? http_->port() : 0; }
   const CpuTopology& topology() const { return topology_; }
   const DeviceCatalog& catalog() const { return catalog_; }
+  // What the agent learned about the API server (which optional fields it keeps); other
+  // writers (e.g. ResourceClaim status) ask and record here too.
+  kube::ServerFeatures& server_features() { return server_features_; }
 
  private:
   DraAgent() = default;
@@ -70,10 +74,14 @@ class DraAgent {
   Status PublishOnlineCpus(const CpuSet& online);
   HttpResponse Metrics();
   HttpResponse Readyz();
+  // /debug/resourceslices: the publisher's state, the server's features and the shape notes,
+  // as JSON (gatherinfo shows it).
+  HttpResponse SlicesStatus();
 
   AgentConfig config_;
   SystemClock clock_;
   DefaultRandom random_;
+  kube::ServerFeatures server_features_{clock_};
   std::unique_ptr<kube::KubeClient> client_;
   std::unique_ptr<FileSystem> sysfs_;
   std::unique_ptr<FileSystem> host_fs_;

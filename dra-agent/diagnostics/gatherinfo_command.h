@@ -3,7 +3,11 @@
 //
 // Flags: --sysfs-root DIR (default "/": reads DIR/sys/...), --format yaml|json|summary (default
 // yaml), --no-pcie (skip PCIe roots), --shm-path P (the segment whose owners the node map shows;
-// default /run/dracpu/state.v<MAJOR>.shm), --no-map (leave the node map out), -h/--help.
+// default /run/dracpu/state.v<MAJOR>.shm), --no-map (leave the node map out), --agent URL
+// (default http://127.0.0.1:8080) / --no-agent: the running dra-agent's ResourceSlice state
+// (refused writes, what the API server keeps, what the published shape leaves out) from
+// URL/debug/resourceslices, under the key "agent" (an "error" there when the agent cannot be
+// reached; that is not a failure), -h/--help.
 // The report ends with the text node map of `dracpu-shm map` (key nodeMap): the owners come
 // from the segment when it can be read, else the map says why and marks them unknown.
 // Exit codes: 0 printed; 1 discovery failed (the message names the file and the reason); 2 bad

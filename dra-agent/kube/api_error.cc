@@ -50,6 +50,25 @@ Status ApiErrorStatus(std::string_view method, std::string_view path, int http_s
   return Status(code, std::move(text));
 }
 
+ApiErrorDetails ParseApiErrorDetails(int http_status, std::string_view body) {
+  ApiErrorDetails d;
+  d.http_status = http_status;
+  Result<JsonObject> parsed = JsonObject::Parse(body);
+  if (!parsed.ok() || !parsed->doc().IsObject() || parsed->Kind() != "Status") return d;
+  const rapidjson::Value& status = parsed->doc();
+  d.reason = std::string(StringMember(status, "reason"));
+  d.message = std::string(StringMember(status, "message"));
+  const rapidjson::Value* causes = parsed->Find("details.causes");
+  if (causes == nullptr || !causes->IsArray()) return d;
+  for (const rapidjson::Value& c : causes->GetArray()) {
+    if (!c.IsObject()) continue;
+    d.causes.push_back({std::string(StringMember(c, "reason")),
+                        std::string(StringMember(c, "field")),
+                        std::string(StringMember(c, "message"))});
+  }
+  return d;
+}
+
 Status TransportErrorStatus(std::string_view method, std::string_view path,
                             const HttpResponse& response) {
   StatusCode code = StatusCode::kUnavailable;

@@ -17,11 +17,28 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "dra-agent/kube/http_client.h"
 
 namespace dracpu::kube {
+
+// The structured part of a refused request, for callers that report causes (the slice
+// publisher: log once per cause, count by code and reason, /readyz).
+struct ApiErrorCause {
+  std::string reason;   // "FieldValueRequired"
+  std::string field;    // "spec.devices[0].capacity[dra.cpu/cpu].requestPolicy.default"
+  std::string message;  // "Required value: required when validRange is defined"
+};
+struct ApiErrorDetails {
+  int http_status = 0;  // 0: no HTTP answer (transport error)
+  std::string reason;   // Status.reason ("Invalid"), or the transport error's code name
+  std::string message;  // Status.message (or the transport error)
+  std::vector<ApiErrorCause> causes;  // Status.details.causes
+};
+// Reads a non-2xx response; a body that is not a Status gives only the status code.
+ApiErrorDetails ParseApiErrorDetails(int http_status, std::string_view body);
 
 // The Status for a non-2xx response; `body` may hold a Kubernetes Status object.
 Status ApiErrorStatus(std::string_view method, std::string_view path, int http_status,

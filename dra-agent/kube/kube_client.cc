@@ -157,6 +157,13 @@ Result<HttpResponse> KubeClient::Do(const Call& call) {
     last = response.transport_error == TransportError::kNone
                ? ApiErrorStatus(call.method, call.path, response.status, response.body)
                : TransportErrorStatus(call.method, call.path, response);
+    if (call.error_details != nullptr) {
+      if (response.transport_error == TransportError::kNone) {
+        *call.error_details = ParseApiErrorDetails(response.status, response.body);
+      } else {
+        *call.error_details = {0, std::string(StatusCodeName(last.code())), last.message(), {}};
+      }
+    }
     if (!Retriable(response, call.idempotent) || attempt + 1 == max_attempts) break;
     std::chrono::milliseconds delay = backoff.Next();
     if (!response.retry_after.empty()) {
@@ -211,19 +218,25 @@ Result<ObjectList> KubeClient::List(std::string_view collection, const ListOptio
   return out;
 }
 
-Result<JsonObject> KubeClient::Create(std::string_view collection, const JsonObject& object) {
+Result<JsonObject> KubeClient::Create(std::string_view collection, const JsonObject& object,
+                                      ApiErrorDetails* error_details, bool dry_run) {
   std::string path(collection);
   if (options_.strict_field_validation) AddQuery(&path, "fieldValidation", "Strict");
+  if (dry_run) AddQuery(&path, "dryRun", "All");
   Call call = MakeCall("POST", path, object.ToString());
-  call.idempotent = false;
+  call.idempotent = dry_run;  // a dry run changes nothing: safe to resend
+  call.error_details = error_details;
   ASSIGN_OR_RETURN(HttpResponse r, Do(call));
   return JsonObject::Parse(r.body);
 }
 
-Result<JsonObject> KubeClient::Update(std::string_view path, const JsonObject& object) {
+Result<JsonObject> KubeClient::Update(std::string_view path, const JsonObject& object,
+                                      ApiErrorDetails* error_details) {
   std::string target(path);
   if (options_.strict_field_validation) AddQuery(&target, "fieldValidation", "Strict");
-  ASSIGN_OR_RETURN(HttpResponse r, Do(MakeCall("PUT", target, object.ToString())));
+  Call call = MakeCall("PUT", target, object.ToString());
+  call.error_details = error_details;
+  ASSIGN_OR_RETURN(HttpResponse r, Do(call));
   return JsonObject::Parse(r.body);
 }
 

@@ -36,6 +36,7 @@
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/status.h"
+#include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/backoff.h"
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/http_client.h"
@@ -102,11 +103,15 @@ class KubeClient {
   Result<JsonObject> Get(std::string_view path);
   // GET <collection>?fieldSelector=...&labelSelector=...&resourceVersion=...
   Result<ObjectList> List(std::string_view collection, const ListOptions& options = {});
-  // POST <collection>; `object` may use metadata.generateName. Returns the created object.
-  Result<JsonObject> Create(std::string_view collection, const JsonObject& object);
+  // POST <collection>; `object` may use metadata.generateName. Returns the created object (with
+  // `dry_run`, dryRun=All: what the server would have stored; nothing is). On failure
+  // `*error_details`, when given, gets the refusal's code, reason and causes (api_error.h).
+  Result<JsonObject> Create(std::string_view collection, const JsonObject& object,
+                            ApiErrorDetails* error_details = nullptr, bool dry_run = false);
   // PUT <path>; `object` must carry metadata.resourceVersion (else the server may refuse it).
-  // A stale version is ABORTED (409 Conflict).
-  Result<JsonObject> Update(std::string_view path, const JsonObject& object);
+  // A stale version is ABORTED (409 Conflict). `error_details` as for Create.
+  Result<JsonObject> Update(std::string_view path, const JsonObject& object,
+                            ApiErrorDetails* error_details = nullptr);
   // DELETE <path> with optional preconditions. NOT_FOUND when already gone (callers that only
   // want it gone treat that as success).
   Status Delete(std::string_view path, const DeleteOptions& options = {});
@@ -139,6 +144,7 @@ class KubeClient {
     std::optional<std::chrono::milliseconds> timeout;
     std::function<bool(std::string_view)> on_body_chunk;
     std::stop_token cancel;
+    ApiErrorDetails* error_details = nullptr;  // filled from the last failed attempt
   };
   static Call MakeCall(std::string_view method, std::string_view path, std::string body = "");
   // Sends with auth, retries and backoff; a 2xx response, or the error.

@@ -35,10 +35,8 @@ void AddPcieRoots(const CpuTopology& t, const CatalogOptions& o, CatalogDevice& 
   d.uses_list_attributes = true;
 }
 
-CapacityPolicy PolicyFor(const CpuTopology& t, const CatalogOptions& o) {
-  CapacityPolicy p;
-  if (o.full_pcpus_only) p.min = p.step = t.MaxThreadsPerCore();
-  return p;
+int64_t GranuleFor(const CpuTopology& t, const CatalogOptions& o) {
+  return o.full_pcpus_only ? std::max(1, t.MaxThreadsPerCore()) : 1;
 }
 
 int SocketOf(const CpuTopology& t, const CpuSet& cpus) {
@@ -72,7 +70,7 @@ Status BuildGrouped(const CpuTopology& t, const CatalogOptions& o, int floor_nee
   }
   std::sort(groups.begin(), groups.end(),
             [](const Group& a, const Group& b) { return a.name < b.name; });
-  const CapacityPolicy policy = PolicyFor(t, o);
+  const int64_t granule = GranuleFor(t, o);
   for (const Group& g : groups) {
     if (g.cpus.Empty()) continue;
     CatalogDevice d;
@@ -84,8 +82,9 @@ Status BuildGrouped(const CpuTopology& t, const CatalogOptions& o, int floor_nee
     capacity -= taken;
     floor_needed -= taken;
     // Under fullPCPUsOnly only whole cores can be granted: round the capacity down to the step.
-    capacity -= capacity % static_cast<int>(policy.step);
-    if (capacity <= 0) continue;
+    capacity -= capacity % static_cast<int>(granule);
+    const std::optional<CapacityPolicy> policy = MakeCapacityPolicy(capacity, granule);
+    if (!policy) continue;  // nothing left to grant on this group
     d.cpu_capacity = capacity;
     d.capacity_policy = policy;
     d.allow_multiple_allocations = true;
@@ -169,6 +168,18 @@ void KeepStartupDeviceNames(const DeviceCatalog& startup, DeviceCatalog& rebuilt
             [](const auto& a, const auto& b) { return a.first < b.first; });
   rebuilt.devices.clear();
   for (auto& [i, d] : kept) rebuilt.devices.push_back(std::move(d));
+}
+
+std::optional<CapacityPolicy> MakeCapacityPolicy(int64_t capacity, int64_t granule) {
+  if (granule < 1 || capacity < granule) return std::nullopt;
+  CapacityPolicy p;
+  p.min = granule;
+  p.max = capacity - (capacity - p.min) % granule;  // the largest whole number of units
+  // Upstream refuses a step with min + step > capacity ("one step ... is larger than capacity
+  // value"): a one-value range has no step.
+  if (p.min + granule <= capacity) p.step = granule;
+  p.default_value = p.max;
+  return p;
 }
 
 std::string NumaDeviceName(int numa_node) { return Numbered("cpudevnuma", numa_node); }

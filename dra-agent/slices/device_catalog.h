@@ -9,8 +9,9 @@
 //  * individual:       one device per allocatable CPU, "cpudev%03d", numbered over CPUs sorted by
 //    id where each unvisited CPU is followed by its allocatable SMT siblings (any SMT width).
 // Ours beyond the reference (docs/resourceslices.md):
-//  * capacity dra.cpu/cpu carries a requestPolicy validRange {min 1, step 1}; with fullPCPUsOnly
-//    min = step = threads per core, so the scheduler refuses requests Prepare would refuse;
+//  * capacity dra.cpu/cpu carries a requestPolicy (MakeCapacityPolicy) that the API server
+//    accepts for every capacity: validRange {min, max, step} with a default; with fullPCPUsOnly
+//    min = step = threads per core, so the scheduler rounds requests up to whole cores;
 //  * the shared-pool floor (minSharedCPUs) is kept out of the published capacity: taken from the
 //    first grouped devices in name order, or, in individual mode, the lowest allocatable CPUs
 //    are not published;
@@ -37,10 +38,23 @@ inline constexpr char kCpuCapacityName[] = "dra.cpu/cpu";
 // One typed attribute value: int, bool, string, or a list of strings (pcieRoot).
 using AttributeValue = std::variant<int64_t, bool, std::string, std::vector<std::string>>;
 
+// The requestPolicy of a device's dra.cpu/cpu capacity: validRange {min, max, step} plus the
+// default a request without a capacity entry gets. Valid for the capacity by construction
+// (resourceslice-validation.md rules 42-55): min <= max <= capacity, default = max, max - min a
+// multiple of step, and no step when min + step would exceed the capacity (a one-value range,
+// e.g. a device of 1 CPU, or of one core under fullPCPUsOnly).
 struct CapacityPolicy {
   int64_t min = 1;
-  int64_t step = 1;
+  int64_t max = 1;
+  std::optional<int64_t> step;
+  // = max: a request that names no capacity asks for the whole device, as with the reference
+  // driver (no policy) and as when the cluster allocates devices whole (no consumable capacity).
+  int64_t default_value = 1;
 };
+
+// The policy for `capacity` CPUs granted in units of `granule` (1, or threads per core under
+// fullPCPUsOnly); nullopt when not even one unit fits (such a device is not published).
+std::optional<CapacityPolicy> MakeCapacityPolicy(int64_t capacity, int64_t granule);
 
 struct CatalogDevice {
   std::string name;

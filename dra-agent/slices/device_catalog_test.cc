@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/synthetic_topology.h"
@@ -37,7 +38,44 @@ TEST(DeviceCatalog, GroupedByNumaLikeTheReference) {
   EXPECT_EQ(std::get<int64_t>(d.attributes.at("dra.cpu/numCPUs")), 8);
   EXPECT_TRUE(std::get<bool>(d.attributes.at("dra.cpu/smtEnabled")));
   EXPECT_EQ(d.capacity_policy->min, 1);
+  EXPECT_EQ(d.capacity_policy->max, 8);
   EXPECT_EQ(d.capacity_policy->step, 1);
+  EXPECT_EQ(d.capacity_policy->default_value, 8);
+}
+
+struct PolicyCase {
+  int64_t capacity;
+  int64_t granule;
+  bool valid;
+  int64_t min, max;
+  std::optional<int64_t> step;
+};
+
+// Every capacity a device can have gets a policy the API server accepts (rules 42-55 of
+// resourceslice-validation.md; the simulator checks them on the whole corpus) or none at all.
+TEST(DeviceCatalog, CapacityPolicyIsValidForEveryCapacity) {
+  const PolicyCase cases[] = {
+      {0, 1, false, 0, 0, {}}, {1, 1, true, 1, 1, {}},  {2, 1, true, 1, 2, 1},
+      {7, 1, true, 1, 7, 1},   {1, 2, false, 0, 0, {}}, {2, 2, true, 2, 2, {}},
+      {6, 2, true, 2, 6, 2},   {7, 2, true, 2, 6, 2},   {3, 4, false, 0, 0, {}},
+      {12, 4, true, 4, 12, 4},
+  };
+  for (const PolicyCase& c : cases) {
+    SCOPED_TRACE("capacity " + std::to_string(c.capacity) + " granule " +
+                 std::to_string(c.granule));
+    const std::optional<CapacityPolicy> p = MakeCapacityPolicy(c.capacity, c.granule);
+    ASSERT_EQ(p.has_value(), c.valid);
+    if (!p) continue;
+    EXPECT_EQ(p->min, c.min);
+    EXPECT_EQ(p->max, c.max);
+    EXPECT_EQ(p->step, c.step);
+    EXPECT_EQ(p->default_value, p->max) << "no capacity entry = the whole device";
+    EXPECT_LE(p->max, c.capacity);
+    if (p->step) {
+      EXPECT_LE(p->min + *p->step, c.capacity);
+      EXPECT_EQ((p->max - p->min) % *p->step, 0);
+    }
+  }
 }
 
 TEST(DeviceCatalog, FloorAndReservedComeOutOfTheFirstDevice) {

@@ -14,7 +14,14 @@ void Str(Writer& w, const std::string& s) {
   w.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size()));
 }
 
-void Attribute(Writer& w, const AttributeValue& v) {
+// Whether `v` is rendered at all in `shape`: a list needs list attributes, or exactly one item
+// (then published as a plain string, the upstream standard form of pcieRoot).
+bool Rendered(const AttributeValue& v, const SliceShape& shape) {
+  const auto* l = std::get_if<std::vector<std::string>>(&v);
+  return l == nullptr || shape.list_attributes || l->size() == 1;
+}
+
+void Attribute(Writer& w, const AttributeValue& v, const SliceShape& shape) {
   w.StartObject();
   if (const auto* i = std::get_if<int64_t>(&v)) {
     w.Key("int");
@@ -25,7 +32,11 @@ void Attribute(Writer& w, const AttributeValue& v) {
   } else if (const auto* s = std::get_if<std::string>(&v)) {
     w.Key("string");
     Str(w, *s);
-  } else if (const auto* l = std::get_if<std::vector<std::string>>(&v)) {
+  } else if (const auto* l = std::get_if<std::vector<std::string>>(&v);
+             l != nullptr && !shape.list_attributes) {
+    w.Key("string");
+    Str(w, l->front());
+  } else if (l != nullptr) {
     w.Key("strings");
     w.StartArray();
     for (const std::string& e : *l) Str(w, e);
@@ -40,9 +51,11 @@ void Device(Writer& w, const CatalogDevice& d, const PoolInfo& pool) {
   Str(w, d.name);
   w.Key("attributes");
   w.StartObject();
+  const SliceShape& shape = pool.shape;
   for (const auto& [key, value] : d.attributes) {
+    if (!Rendered(value, shape)) continue;
     w.Key(key.c_str());
-    Attribute(w, value);
+    Attribute(w, value, shape);
   }
   w.EndObject();
   if (d.cpu_capacity) {
@@ -52,26 +65,33 @@ void Device(Writer& w, const CatalogDevice& d, const PoolInfo& pool) {
     w.StartObject();
     w.Key("value");
     Str(w, std::to_string(*d.cpu_capacity));
-    if (d.capacity_policy) {
+    if (d.capacity_policy && shape.consumable_capacity) {
+      const CapacityPolicy& p = *d.capacity_policy;
       w.Key("requestPolicy");
       w.StartObject();
+      w.Key("default");
+      Str(w, std::to_string(p.default_value));
       w.Key("validRange");
       w.StartObject();
       w.Key("min");
-      Str(w, std::to_string(d.capacity_policy->min));
-      w.Key("step");
-      Str(w, std::to_string(d.capacity_policy->step));
+      Str(w, std::to_string(p.min));
+      w.Key("max");
+      Str(w, std::to_string(p.max));
+      if (p.step) {
+        w.Key("step");
+        Str(w, std::to_string(*p.step));
+      }
       w.EndObject();
       w.EndObject();
     }
     w.EndObject();
     w.EndObject();
   }
-  if (d.allow_multiple_allocations) {
+  if (d.allow_multiple_allocations && shape.consumable_capacity) {
     w.Key("allowMultipleAllocations");
     w.Bool(true);
   }
-  if (pool.publish_node_allocatable_mapping) {
+  if (pool.publish_node_allocatable_mapping && shape.node_allocatable) {
     w.Key("nodeAllocatableResources");
     w.StartObject();
     w.Key("cpu");
@@ -102,9 +122,11 @@ void Devices(Writer& w, const std::vector<const CatalogDevice*>& devices, const 
 
 }  // namespace
 
-std::vector<std::vector<const CatalogDevice*>> ChunkDevices(const DeviceCatalog& catalog) {
+std::vector<std::vector<const CatalogDevice*>> ChunkDevices(const DeviceCatalog& catalog,
+                                                            const SliceShape& shape) {
   bool lists = false;
   for (const CatalogDevice& d : catalog.devices) lists = lists || d.uses_list_attributes;
+  lists = lists && shape.list_attributes;
   const size_t per_slice = lists ? kMaxDevicesPerSliceWithLists : kMaxDevicesPerSlice;
   std::vector<std::vector<const CatalogDevice*>> chunks(1);
   for (const CatalogDevice& d : catalog.devices) {

@@ -1,6 +1,7 @@
-// ResourceSlice documents (resource.k8s.io/v1 JSON, protocols.md §7.1) for a DeviceCatalog:
-// one pool named after the node, devices chunked 128 per slice (64 when list-typed attributes
-// such as pcieRoot are used), slice names generated as "<index as 5 hex digits>-dra.cpu-<node>-"
+// ResourceSlice documents (resource.k8s.io/v1 JSON, protocols.md §7.1) for a DeviceCatalog, in
+// the SliceShape the API server keeps (slice_shape.h): one pool named after the node, devices
+// chunked 128 per slice (64 when list-typed attributes such as pcieRoot are published), slice
+// names generated as "<index as 5 hex digits>-dra.cpu-<node>-"
 // like the Go kubeletplugin helper (so index order = the scheduler's preference order), owner
 // reference to the Node.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/slices/slice_shape.h"
 
 namespace dracpu::dra {
 
@@ -20,11 +22,13 @@ struct PoolInfo {
   std::string node_uid;
   int64_t generation = 1;
   bool publish_node_allocatable_mapping = false;
+  SliceShape shape = {};  // the optional fields the server keeps
 };
 
 // The catalog's devices split into slices, in order. Always at least one (possibly empty) slice,
 // so consumers see that the pool exists.
-std::vector<std::vector<const CatalogDevice*>> ChunkDevices(const DeviceCatalog& catalog);
+std::vector<std::vector<const CatalogDevice*>> ChunkDevices(const DeviceCatalog& catalog,
+                                                            const SliceShape& shape = {});
 
 // "00000-dra.cpu-<node>-" for slice `index`.
 std::string SliceGenerateName(int index, const std::string& node_name);

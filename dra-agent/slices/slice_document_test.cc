@@ -15,7 +15,7 @@ using testing::SyntheticTopology;
 TEST(SliceDocument, GroupedSliceShape) {
   CatalogOptions o;
   auto catalog = BuildDeviceCatalog(SyntheticTopology({1, 1, 2, 2}), o).value();
-  PoolInfo pool{"node-a", "uid-1", 3, true};
+  PoolInfo pool{"node-a", "uid-1", 3, true, {}};
   auto chunks = ChunkDevices(catalog);
   ASSERT_EQ(chunks.size(), 1u);
   rapidjson::Document doc;
@@ -54,7 +54,7 @@ TEST(SliceDocument, IndividualModeChunksBy128) {
   EXPECT_EQ(chunks[7].back()->name, "cpudev1023");
   EXPECT_EQ(SliceGenerateName(10, "n"), "0000a-dra.cpu-n-");
   rapidjson::Document doc;
-  doc.Parse(RenderResourceSlice(chunks[1], 8, 1, {"n", "", 1, true}, "0001-x", "42").c_str());
+  doc.Parse(RenderResourceSlice(chunks[1], 8, 1, {"n", "", 1, true, {}}, "0001-x", "42").c_str());
   ASSERT_FALSE(doc.HasParseError());
   EXPECT_STREQ(doc["metadata"]["name"].GetString(), "0001-x");
   EXPECT_STREQ(doc["metadata"]["resourceVersion"].GetString(), "42");
@@ -84,6 +84,54 @@ TEST(SliceDocument, EmptyCatalogStillPublishesOneSlice) {
   ASSERT_EQ(chunks.size(), 1u);
   EXPECT_TRUE(chunks[0].empty());
   EXPECT_EQ(RenderDevicesJson(chunks[0], {}), "[]");
+}
+
+// What the server does not keep is not sent: no policy without consumable capacity, pcieRoot as
+// a single string (one root) or not at all (several) without list attributes, no mapping without
+// node-allocatable resources; chunks stay at 128 devices without lists.
+TEST(SliceDocument, ShapeLeavesOutWhatTheServerDrops) {
+  CatalogOptions o;
+  o.expose_pcie_roots = true;
+  o.publish_node_allocatable_mapping = true;
+  CpuTopology t = SyntheticTopology({2, 1, 2, 2});  // NUMA 0 = CPUs 0-1,4-5; NUMA 1 = 2-3,6-7
+  t.pcie_roots = {{"pci0000:00", CpuSet{0}}, {"pci0000:40", CpuSet{2}}, {"pci0000:80", CpuSet{3}}};
+  const DeviceCatalog catalog = BuildDeviceCatalog(t, o).value();
+  SliceShape shape;
+  shape.consumable_capacity = false;
+  shape.list_attributes = false;
+  shape.node_allocatable = false;
+  PoolInfo pool{"n", "u", 1, true, shape};
+  rapidjson::Document doc;
+  doc.Parse(RenderResourceSlice(ChunkDevices(catalog, shape)[0], 1, 0, pool, "", "").c_str());
+  ASSERT_FALSE(doc.HasParseError());
+  const auto& numa0 = doc["spec"]["devices"][0];
+  const auto& numa1 = doc["spec"]["devices"][1];
+  EXPECT_FALSE(numa0.HasMember("allowMultipleAllocations"));
+  EXPECT_FALSE(numa0["capacity"]["dra.cpu/cpu"].HasMember("requestPolicy"));
+  EXPECT_TRUE(numa0["capacity"]["dra.cpu/cpu"].HasMember("value"));
+  EXPECT_FALSE(numa0.HasMember("nodeAllocatableResources"));
+  EXPECT_STREQ(numa0["attributes"]["resource.kubernetes.io/pcieRoot"]["string"].GetString(),
+               "pci0000:00");
+  EXPECT_FALSE(numa1["attributes"].HasMember("resource.kubernetes.io/pcieRoot"));
+  // The full shape: a list, the policy, the mapping.
+  pool.shape = SliceShape{};
+  doc.Parse(RenderResourceSlice(ChunkDevices(catalog)[0], 1, 0, pool, "", "").c_str());
+  EXPECT_EQ(
+      doc["spec"]["devices"][1]["attributes"]["resource.kubernetes.io/pcieRoot"]["strings"].Size(),
+      2u);
+  EXPECT_TRUE(doc["spec"]["devices"][0].HasMember("allowMultipleAllocations"));
+}
+
+TEST(SliceDocument, SingleStringPcieRootsKeep128DevicesPerSlice) {
+  CatalogOptions o;
+  o.mode = CpuDeviceMode::kIndividual;
+  o.min_shared_cpus = 0;
+  o.expose_pcie_roots = true;
+  CpuTopology t = SyntheticTopology({1, 1, 64, 2});
+  t.pcie_roots = {{"pci0000:00", t.online}};
+  SliceShape no_lists;
+  no_lists.list_attributes = false;
+  EXPECT_EQ(ChunkDevices(BuildDeviceCatalog(t, o).value(), no_lists)[0].size(), 128u);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "dra-agent/kube/informer.h"
 #include "dra-agent/kube/resources.h"
 #include "dra-agent/slices/slice_document.h"
+#include "dra-agent/slices/slice_features.h"
 
 namespace dracpu::dra {
 
@@ -99,7 +100,86 @@ SlicePublisher::SlicePublisher(kube::KubeClient& client, Clock& clock, Random& r
       clock_(clock),
       random_(random),
       options_(std::move(options)),
-      field_selector_("spec.nodeName=" + options_.node_name + ",spec.driver=dra.cpu") {}
+      field_selector_("spec.nodeName=" + options_.node_name + ",spec.driver=dra.cpu"),
+      own_features_(options_.features == nullptr ? std::make_unique<kube::ServerFeatures>(clock)
+                                                 : nullptr),
+      features_(options_.features != nullptr ? *options_.features : *own_features_),
+      errors_(options_.metrics) {}
+
+void SlicePublisher::Report(PublisherReport::Kind kind, std::string text) {
+  if (options_.on_report) options_.on_report({kind, std::move(text)});
+}
+
+void SlicePublisher::RecordFailure(const std::string& request, const Status& status,
+                                   const kube::ApiErrorDetails& details) {
+  std::vector<PublishErrorCause> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fresh = errors_.Record(request, status, details);
+    stats_.publish_errors = errors_.total();
+  }
+  for (const PublishErrorCause& c : fresh) {
+    Report(PublisherReport::Kind::kRefused, c.request + ": " + c.ToString());
+  }
+}
+
+bool SlicePublisher::CheckAnswer(const JsonObject& sent, const JsonObject& answer) {
+  bool changed = false;
+  for (const DroppedField& d : FindDroppedFields(sent.doc(), answer.doc())) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.dropped_fields;
+    }
+    const std::string evidence =
+        "the API server's answer for slice " + answer.Name() + " lacks " + d.path + " (dropped)";
+    if (features_.Learn(d.feature, kube::FeatureState::kDropped, evidence)) {
+      changed = true;
+      Report(PublisherReport::Kind::kFeature,
+             std::string(kube::ServerFeatureGate(d.feature)) + ": dropped: " + evidence);
+    }
+  }
+  return changed;
+}
+
+Status SlicePublisher::EnsureFeatures(const DeviceCatalog& catalog, bool force) {
+  if (!version_asked_) {
+    // The version is for logs and gatherinfo only: the gates decide, and they are probed.
+    version_asked_ = true;
+    if (auto v = client_.Get(kube::kVersionPath); v.ok()) {
+      features_.SetServerVersion(std::string(kube::StringMember(v->doc(), "gitVersion")));
+    }
+  }
+  const bool due =
+      force || probe_due_ || (options_.probe_interval.count() > 0 && clock_.Now() >= next_probe_);
+  std::vector<kube::ServerFeature> which;
+  for (kube::ServerFeature f : FeaturesNeeded(catalog)) {
+    if (due || features_.State(f) == kube::FeatureState::kUnknown) which.push_back(f);
+  }
+  if (which.empty()) return Status::Ok();
+  std::vector<std::pair<kube::ServerFeature, kube::FeatureState>> before;
+  for (kube::ServerFeature f : which) before.emplace_back(f, features_.State(f));
+  kube::ApiErrorDetails details;
+  const Status s = ProbeSliceFeatures(client_, options_.node_name, which, features_, &details);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.probes += which.size();
+  }
+  if (!s.ok()) {
+    RecordFailure("dry-run POST resourceslices (feature probe)", s, details);
+    return s;
+  }
+  probe_due_ = false;
+  next_probe_ = clock_.Now() + options_.probe_interval;
+  for (const auto& [f, state] : before) {
+    const kube::FeatureFinding now = features_.Finding(f);
+    if (now.state != state) {
+      Report(PublisherReport::Kind::kFeature, std::string(kube::ServerFeatureGate(f)) + ": " +
+                                                  std::string(kube::FeatureStateName(now.state)) +
+                                                  " (" + now.evidence + ")");
+    }
+  }
+  return Status::Ok();
+}
 
 SlicePublisher::~SlicePublisher() = default;
 
@@ -189,29 +269,78 @@ Status SlicePublisher::SyncLocked() {
   if (desired == nullptr) {
     return FailedPreconditionError("slice publisher: no desired devices yet (SetDesired)");
   }
-  Status status;
-  for (int attempt = 0; attempt <= options_.conflict_retries; ++attempt) {
-    bool conflict = false;
-    status = SyncAttempt(*desired, &conflict);
-    if (!conflict) break;
+  auto attempt = [&] {
+    Status status;
+    for (int i = 0; i <= options_.conflict_retries; ++i) {
+      bool conflict = false;
+      status = SyncAttempt(*desired, &conflict);
+      if (!conflict) break;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.conflicts;
+    }
+    return status;
+  };
+  const uint64_t known = features_.generation();
+  auto refusals = [this] {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.conflicts;
+    return errors_.refusals();
+  };
+  const uint64_t refusals_before = refusals();
+  Status status = attempt();
+  if (!status.ok() && refusals() > refusals_before) {
+    // A gate turned off since the last probe makes the server refuse what it used to keep:
+    // probe again now, and when that changed what it keeps, retry with the new shape at once.
+    probe_due_ = true;
+    if (EnsureFeatures(desired->catalog, /*force=*/true).ok() && features_.generation() != known) {
+      status = attempt();
+    }
   }
-  if (status.ok()) published_ = true;
+  std::vector<PublishErrorCause> cleared;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status.ok()) {
+      cleared = errors_.causes();
+      errors_.Clear();
+    }
+    stats_.rejected = !status.ok() && errors_.refusals() > refusals_before;
+    stats_.errors = errors_.causes();
+  }
+  if (status.ok()) {
+    published_ = true;
+    uint64_t failures = 0;
+    for (const PublishErrorCause& c : cleared) failures += c.count;
+    if (failures > 0) {
+      Report(PublisherReport::Kind::kRecovered,
+             "ResourceSlices published after " + std::to_string(failures) + " failed writes");
+    }
+  }
   return status;
 }
 
 Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
   RETURN_IF_ERROR(EnsureNodeUid());
+  RETURN_IF_ERROR(EnsureFeatures(desired.catalog, /*force=*/false));
   kube::ListOptions list_options;
   list_options.field_selector = field_selector_;
   ASSIGN_OR_RETURN(kube::ObjectList list, client_.List(kube::kResourceSlicesPath, list_options));
   const std::string& node = options_.node_name;
 
+  // Only what the server keeps; say what that leaves out when it changes.
+  const SliceShape shape = ShapeFor(features_);
+  std::vector<std::string> notes = DescribeShape(desired.catalog, shape, features_);
+  if (notes != shape_notes_) {
+    if (notes.empty()) Report(PublisherReport::Kind::kShape, "the full shape is published");
+    for (const std::string& n : notes) Report(PublisherReport::Kind::kShape, n);
+    shape_notes_ = notes;
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.shape_notes = std::move(notes);
+  }
+
   // The desired slices, rendered without generation, name or version: the content to compare.
-  const auto chunks = ChunkDevices(desired.catalog);
+  const auto chunks = ChunkDevices(desired.catalog, shape);
   const int count = static_cast<int>(chunks.size());
-  PoolInfo pool{node, node_uid_, 0, desired.catalog.options.publish_node_allocatable_mapping};
+  PoolInfo pool{node, node_uid_, 0, desired.catalog.options.publish_node_allocatable_mapping,
+                shape};
   std::vector<std::string> desired_text(count);
   std::vector<JsonObject> desired_key(count);
   for (int i = 0; i < count; ++i) {
@@ -274,10 +403,13 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
     written_[index] = {desired_text[index], ContentKey(written.doc())};
     NoteOwnWrite(written);
   };
-  auto fail = [&](const Status& s) {
+  auto fail = [&](const std::string& request, const Status& s,
+                  const kube::ApiErrorDetails& details) {
     *conflict = kube::IsConflict(s);
+    RecordFailure(request, s, details);
     return s;
   };
+  bool relearned = false;  // an answer showed a field dropped: republish once this sync ends
 
   // 4. Delete obsolete slices.
   for (const JsonObject* s : obsolete) {
@@ -291,9 +423,15 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
     preconditions.resource_version = s->ResourceVersion();
     const Status st = client_.Delete(kube::ResourceSlicePath(s->Name()), preconditions);
     if (!st.ok() && !kube::IsNotFound(st)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      own_deletes_.erase(s->Name());
-      return fail(st);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        own_deletes_.erase(s->Name());
+      }
+      // Delete gives a Status only; its code says enough for the metric.
+      kube::ApiErrorDetails details;
+      details.reason = std::string(StatusCodeName(st.code()));
+      details.message = st.message();
+      return fail("DELETE resourceslices/" + s->Name(), st, details);
     }
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.deletes;
@@ -304,8 +442,13 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
     ASSIGN_OR_RETURN(JsonObject body, JsonObject::Parse(RenderResourceSlice(
                                           chunks[i], count, i, pool, matched[i]->Name(),
                                           matched[i]->ResourceVersion())));
-    Result<JsonObject> updated = client_.Update(kube::ResourceSlicePath(matched[i]->Name()), body);
-    if (!updated.ok()) return fail(updated.status());
+    kube::ApiErrorDetails details;
+    Result<JsonObject> updated =
+        client_.Update(kube::ResourceSlicePath(matched[i]->Name()), body, &details);
+    if (!updated.ok()) {
+      return fail("PUT resourceslices/" + matched[i]->Name(), updated.status(), details);
+    }
+    relearned = CheckAnswer(body, *updated) || relearned;
     remember(i, *updated);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.updates;
@@ -315,12 +458,18 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
     if (matched[i] != nullptr) continue;
     ASSIGN_OR_RETURN(JsonObject body,
                      JsonObject::Parse(RenderResourceSlice(chunks[i], count, i, pool, "", "")));
-    Result<JsonObject> created = client_.Create(kube::kResourceSlicesPath, body);
-    if (!created.ok()) return fail(created.status());
+    kube::ApiErrorDetails details;
+    Result<JsonObject> created = client_.Create(kube::kResourceSlicesPath, body, &details);
+    if (!created.ok()) {
+      return fail("POST resourceslices (" + SliceGenerateName(i, node) + ")", created.status(),
+                  details);
+    }
+    relearned = CheckAnswer(body, *created) || relearned;
     remember(i, *created);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.creates;
   }
+  if (relearned) MarkDirty(/*immediate=*/true);  // the shape changed under us: publish it
   std::lock_guard<std::mutex> lock(mu_);
   stats_.generation = pool.generation;
   stats_.slices = count;
@@ -350,6 +499,7 @@ void SlicePublisher::Run(std::stop_token stop) {
       [&](std::stop_token informer_stop) { informer.Run(informer_stop).IgnoreError(); });
 
   kube::Backoff backoff(options_.backoff, random_);
+  kube::Backoff rejection_backoff(options_.rejection_backoff, random_);
   bool retry = false;  // the last sync failed: sync again after the backoff, events or not
   auto next_resync = clock_.Now() + options_.resync_interval;
   while (!stopping()) {
@@ -386,11 +536,13 @@ void SlicePublisher::Run(std::stop_token stop) {
     }
     if (SyncOnce().ok()) {
       backoff.Reset();
+      rejection_backoff.Reset();
       retry = false;
       next_resync = clock_.Now() + options_.resync_interval;
     } else {
       retry = true;
-      sleep(backoff.Next());
+      // A refusal waits longer: the same content would be refused again.
+      sleep(stats().rejected ? rejection_backoff.Next() : backoff.Next());
     }
   }
   informer_thread.request_stop();

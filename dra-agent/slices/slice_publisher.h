@@ -26,6 +26,19 @@
 // A 409 Conflict (stale resourceVersion, failed precondition) re-lists and retries at once, up to
 // `conflict_retries` times; other failures return the error.
 //
+// Shapes that follow the cluster (slice_features.h): before rendering, the features the catalog
+// needs are probed with dry-run creates when unknown, every `probe_interval`, and after a refused
+// write; the slices carry only what the server keeps (SliceShape), and every write's answer is
+// checked for fields the server dropped anyway (then the finding is recorded and the pool is
+// republished at once). What the shape leaves out is reported (on_report) and kept in stats.
+//
+// Failed writes (PublishErrors): counted in dra_cpu_resourceslice_publish_errors_total{code,
+// reason}, each distinct cause reported once (on_report), listed in stats until a sync succeeds.
+// A refused write (400, 403, 422, ...) sets stats().rejected; its retries wait
+// `rejection_backoff` (slower than `backoff`, since the same content would be refused again), and
+// the features are re-probed at once: when that changes what the server keeps, the sync is retried
+// with the new shape right away.
+//
 // Run(): an Informer list+watches the same slices; every event that is not the echo of our own
 // write (a deletion, a modification, an extra slice, a re-list after 410 or an outage) marks the
 // pool dirty, and after `debounce` (so a burst gives one sync) the loop syncs. SetDesired syncs
@@ -36,13 +49,14 @@
 // not wake up.
 //
 // Thread safety: SetDesired, Stop, stats, published and SyncOnce may be called from any thread;
-// syncs are serialized. Run is called once.
+// syncs are serialized. Run is called once. on_report is called from the syncing thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,13 +67,27 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/metrics.h"
 #include "common/status.h"
 #include "dra-agent/kube/backoff.h"
 #include "dra-agent/kube/json_object.h"
 #include "dra-agent/kube/kube_client.h"
+#include "dra-agent/kube/server_features.h"
 #include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/slices/publish_errors.h"
 
 namespace dracpu::dra {
+
+struct PublisherReport {
+  enum class Kind {
+    kRefused,    // a new cause of failed writes (refused by the server, or no answer)
+    kRecovered,  // a sync succeeded after failures
+    kShape,      // what the published shape leaves out changed (text: one note, or "full shape")
+    kFeature,    // a feature finding changed (text: gate, kept/dropped, evidence)
+  };
+  Kind kind;
+  std::string text;
+};
 
 struct SlicePublisherOptions {
   std::string node_name;  // required: pool name and spec.nodeName
@@ -77,6 +105,18 @@ struct SlicePublisherOptions {
   // The informer's own reconnect backoff (API down, 5xx).
   kube::BackoffPolicy watch_backoff{std::chrono::milliseconds(500),
                                     std::chrono::milliseconds(30000), 2.0, 0.5};
+  // Retries after the server refused a write: the same content is refused until something
+  // changes (the topology, the server's gates), so these are slower and capped higher.
+  kube::BackoffPolicy rejection_backoff{std::chrono::seconds(5), std::chrono::minutes(5), 2.0, 0.5};
+  // What the agent knows about the API server, shared with other writers; nullptr: the
+  // publisher keeps its own.
+  kube::ServerFeatures* features = nullptr;
+  // The needed features are probed again this often (0: only when unknown or after a refusal).
+  std::chrono::milliseconds probe_interval{std::chrono::minutes(10)};
+  // dra_cpu_resourceslice_publish_errors_total is registered here when set.
+  MetricsRegistry* metrics = nullptr;
+  // Things an operator must see, for the caller to log (the publisher does not log).
+  std::function<void(const PublisherReport&)> on_report;
 };
 
 struct SlicePublisherStats {
@@ -91,6 +131,15 @@ struct SlicePublisherStats {
   int slices = 0;               // slices published after the last successful sync
   bool published = false;       // the desired state was reached at least once
   std::string last_error;       // "" when the last sync succeeded
+  uint64_t publish_errors = 0;  // failed writes and probes (409s not counted)
+  uint64_t probes = 0;          // dry-run feature probes sent
+  uint64_t dropped_fields = 0;  // fields a write's answer lacked although the probe said kept
+  // The last sync ended with the server refusing a write (400, 403, 422, ...).
+  bool rejected = false;
+  // The distinct causes of failed writes since the last successful sync.
+  std::vector<PublishErrorCause> errors;
+  // What the published shape leaves out of the catalog, and why (DescribeShape).
+  std::vector<std::string> shape_notes;
 };
 
 class SlicePublisher {
@@ -129,6 +178,14 @@ class SlicePublisher {
   Status SyncLocked();  // sync_mu_ held
   Status SyncAttempt(const Desired& desired, bool* conflict);
   Status EnsureNodeUid();
+  // Probes the features `catalog` needs when unknown or due (or `force`); sync_mu_ held.
+  Status EnsureFeatures(const DeviceCatalog& catalog, bool force);
+  // Records a failed write or probe (sync_mu_ held): counts it, reports new causes.
+  void RecordFailure(const std::string& request, const Status& status,
+                     const kube::ApiErrorDetails& details);
+  // Records the fields `answer` lacks of `sent`; true when a finding changed.
+  bool CheckAnswer(const kube::JsonObject& sent, const kube::JsonObject& answer);
+  void Report(PublisherReport::Kind kind, std::string text);
   void NoteOwnWrite(const kube::JsonObject& object);
   void OnWatchChange(const kube::JsonObject* object, bool deleted);
   void MarkDirty(bool immediate);
@@ -141,6 +198,12 @@ class SlicePublisher {
 
   std::mutex sync_mu_;    // serializes syncs
   std::string node_uid_;  // guarded by sync_mu_
+  std::unique_ptr<kube::ServerFeatures> own_features_;
+  kube::ServerFeatures& features_;
+  bool probe_due_ = true;                 // guarded by sync_mu_
+  Clock::TimePoint next_probe_{};         // guarded by sync_mu_
+  std::vector<std::string> shape_notes_;  // last reported; guarded by sync_mu_
+  bool version_asked_ = false;            // guarded by sync_mu_
   // Per desired slice index: the desired content we last wrote and the server's form of it.
   std::vector<std::pair<std::string, kube::JsonObject>> written_;  // guarded by sync_mu_
 
@@ -152,6 +215,7 @@ class SlicePublisher {
   std::set<std::pair<std::string, std::string>> own_writes_;  // (name, rv); guarded by mu_
   std::set<std::string> own_deletes_;                         // guarded by mu_
   SlicePublisherStats stats_;                                 // guarded by mu_
+  PublishErrors errors_;                                      // guarded by mu_
   std::atomic<bool> published_{false};
   std::stop_source stop_;  // Stop(), or the stop of Run's token
 };

@@ -104,7 +104,7 @@ class Demo:
     def gatherinfo(self, fmt_):
         # Before the node runs there is no segment: the node map is shown once claims are pinned.
         return subprocess.run([self.bin("dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root",
-                               self.node.sysfs_root, "--format", fmt_, "--no-map"],
+                               self.node.sysfs_root, "--format", fmt_, "--no-map", "--no-agent"],
                               capture_output=True, text=True, check=True).stdout
 
     def show_map(self):

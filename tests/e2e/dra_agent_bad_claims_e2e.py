@@ -54,9 +54,11 @@ CASES = [
     ("fractional", lambda u: claim(u, "cpudevnuma000", "1500m"), "is a fraction of a CPU"),
     ("zero", lambda u: claim(u, "cpudevnuma000", "0"), "is not positive"),
     ("not a quantity", lambda u: claim(u, "cpudevnuma000", "two"), "CPU quantity \"two\""),
-    ("no consumedCapacity", lambda u: with_results(claim(u, "cpudevnuma000", "1"), [
-        {"request": "cpus", "driver": "dra.cpu", "pool": "node-1", "device": "cpudevnuma000"}]),
-     "no consumedCapacity for dra.cpu/cpu"),
+    # No consumedCapacity = the whole device (a cluster without consumable capacity): refused
+    # when part of it is held (8,24 by the first claim).
+    ("whole device, partly held", lambda u: with_results(claim(u, "cpudevnuma001", "1"), [
+        {"request": "cpus", "driver": "dra.cpu", "pool": "node-1", "device": "cpudevnuma001"}]),
+     "allocated whole (no consumedCapacity), which needs all 16 CPUs it publishes; 14 of them are free"),
     ("over the device's capacity", lambda u: claim(u, "cpudevnuma000", "13"),
      "13 CPUs is more than the capacity 12 of device cpudevnuma000"),
     ("over the device's CPUs", lambda u: claim(u, "cpudevnuma001", "17"),

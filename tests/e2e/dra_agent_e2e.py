@@ -68,7 +68,8 @@ class Node:
     # write_sysfs(root), when given, writes the sysfs tree instead of the corpus machine (then
     # `shared` is not used); sysfs_parent puts that tree elsewhere than /tmp (a big synthetic
     # tree is written much faster to a tmpfs such as /dev/shm on a busy disk).
-    def __init__(self, build, shared, write_sysfs=None, sysfs_parent=None):
+    # api_args: extra dracpu-sim-apiserver flags (--kube-version 1.34, --node NAME=UID, ...).
+    def __init__(self, build, shared, write_sysfs=None, sysfs_parent=None, api_args=()):
         self.build = build
         self.tmp = tempfile.mkdtemp(prefix="dracpu-e2e-", dir="/tmp")
         self.root_tmp = tempfile.mkdtemp(prefix="dracpu-e2e-sysfs-", dir=sysfs_parent) if sysfs_parent else None
@@ -85,7 +86,8 @@ class Node:
         self.procs = []
         self.api = subprocess.Popen(
             [os.path.join(build, "tests/sim/apiserver/dracpu-sim-apiserver"), "--port", "0",
-             "--kubeconfig-out", os.path.join(self.tmp, "kubeconfig"), "--node", "node-1=uid-node-1"],
+             "--kubeconfig-out", os.path.join(self.tmp, "kubeconfig"), "--node", "node-1=uid-node-1",
+             *api_args],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.procs.append(self.api)
         self.url = self.api.stdout.readline().strip()
@@ -93,11 +95,11 @@ class Node:
         self.agent = None
         self.http = None
 
-    def start_agent(self, env=None, extra_args=()):
+    def start_agent(self, env=None, extra_args=(), node_name="node-1"):
         log = open(os.path.join(self.tmp, "agent.log"), "a")
         self.agent = subprocess.Popen(
             [os.path.join(self.build, "dra-agent/dracpu-dra-agent"),
-             "--kubeconfig", os.path.join(self.tmp, "kubeconfig"), "--node-name", "node-1",
+             "--kubeconfig", os.path.join(self.tmp, "kubeconfig"), "--node-name", node_name,
              "--sysfs-root", self.root, "--kubelet-root-dir", self.kubelet, "--cdi-root", self.cdi,
              "--shm-path", self.shm, "--bind-address", "127.0.0.1:0", *extra_args],
             stdout=log, stderr=log, env=dict(os.environ, **(env or {})))

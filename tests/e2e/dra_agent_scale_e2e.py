@@ -47,7 +47,7 @@ def main():
     try:
         started = time.time()
         r = subprocess.run([os.path.join(build, "dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root",
-                            node.root, "--format", "json", "--no-pcie"], capture_output=True, text=True)
+                            node.root, "--format", "json", "--no-pcie", "--no-agent"], capture_output=True, text=True)
         check(r.returncode == 0, "gatherinfo reads the synthetic tree: %s" % r.stderr[-500:])
         topo = json.loads(r.stdout)["topology"]
         check(len(topo["cpus"]) == 1024 and topo["online"] == "0-1023", "gatherinfo: 1024 online CPUs")
@@ -58,7 +58,7 @@ def main():
               "gatherinfo: NUMA node k = cores 64k..64k+63 and their siblings +512")
         check(not json.loads(r.stdout)["warnings"], "gatherinfo: no warnings")
         r = subprocess.run([os.path.join(build, "dra-agent/dracpu-dra-agent"), "gatherinfo", "--sysfs-root",
-                            node.root, "--format", "summary", "--no-pcie"], capture_output=True, text=True)
+                            node.root, "--format", "summary", "--no-pcie", "--no-agent"], capture_output=True, text=True)
         check(r.returncode == 0 and "online 0-1023 (1024)" in r.stdout and "threads per core: 2" in r.stdout,
               "gatherinfo summary: %s" % r.stdout.strip()[:300])
 

@@ -27,7 +27,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar -xzf "$shared/sysfs-corpus/amd-magnycours-4s-8numa-sparse/tree.tar.gz" -C "$tmp"
-"$agent" gatherinfo --sysfs-root "$tmp" --format json >"$tmp/out.json"
+"$agent" gatherinfo --sysfs-root "$tmp" --format json --no-agent >"$tmp/out.json"
 python3 - "$tmp/out.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/http_server.h"
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "shm-schema/segment.h"
 #include "shm-schema/shm_test_util.h"
@@ -29,7 +30,13 @@ struct CommandRun {
   std::string err;
 };
 
-CommandRun Gather(const std::vector<std::string>& args) {
+// Runs gatherinfo; without an explicit --agent it does not ask one (hermetic: nothing may be
+// listening on the default port, or something else may be).
+CommandRun Gather(std::vector<std::string> args) {
+  bool agent = false;
+  for (const std::string& a : args)
+    agent = agent || a.rfind("--agent", 0) == 0 || a == "--no-agent";
+  if (!agent) args.insert(args.begin(), "--no-agent");
   std::istringstream in;
   std::ostringstream out, err;
   const int code = GatherInfoCommand(args, CommandIo{in, out, err});
@@ -220,6 +227,51 @@ TEST(GatherInfo, IncludesTheNodeMap) {
   const CommandRun off = Gather({"--sysfs-root", (*tree)->path(), "--format", "json", "--no-map"});
   ASSERT_EQ(off.code, kExitOk) << off.err;
   EXPECT_FALSE(ParseJson(off.out).HasMember("nodeMap"));
+}
+
+// The running agent's ResourceSlice state, as its /debug/resourceslices serves it, appears in
+// every format; an agent that cannot be reached is said, and is not a failure.
+TEST(GatherInfo, ShowsTheAgentsResourceSliceState) {
+  const std::string state =
+      R"({"published":false,"rejected":true,"slices":0,"errors":[{"code":"422","reason":"Invalid",)"
+      R"("field":"spec.devices[0].capacity[dra.cpu/cpu].requestPolicy.default","message":)"
+      R"("Required value: required when validRange is defined","request":"POST resourceslices",)"
+      R"("count":3}],"shapeNotes":["pcieRoot left out of cpudevnuma001"],"server":{"version":)"
+      R"("v1.36.0","features":{"DRAConsumableCapacity":{"state":"kept","evidence":"probe"}}}})";
+  auto server =
+      HttpServer::Start("127.0.0.1:0", {{"/debug/resourceslices", [&] {
+                                           return HttpResponse{200, "application/json", state};
+                                         }}});
+  ASSERT_THAT(server, IsOk());
+  const std::string url = "http://127.0.0.1:" + std::to_string((*server)->port());
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  auto tree = testing::ExtractCorpusMachine(shared, "intel-skylake-sp-2s-ht-pci");
+  ASSERT_THAT(tree, IsOk());
+  const CommandRun summary =
+      Gather({"--sysfs-root", (*tree)->path(), "--format", "summary", "--agent", url});
+  ASSERT_EQ(summary.code, kExitOk) << summary.err;
+  EXPECT_THAT(summary.out, HasSubstr("REFUSED by the API server"));
+  EXPECT_THAT(summary.out,
+              HasSubstr("error: 422 Invalid: spec.devices[0].capacity[dra.cpu/cpu].requestPolicy."
+                        "default: Required value: required when validRange is defined (3x)"));
+  EXPECT_THAT(summary.out, HasSubstr("note: pcieRoot left out of cpudevnuma001"));
+  EXPECT_THAT(summary.out, HasSubstr("server: v1.36.0, DRAConsumableCapacity kept"));
+  const CommandRun json =
+      Gather({"--sysfs-root", (*tree)->path(), "--format", "json", "--agent", url});
+  ASSERT_EQ(json.code, kExitOk);
+  rapidjson::Document doc = ParseJson(json.out);
+  EXPECT_TRUE(doc["agent"]["resourceSlices"]["rejected"].GetBool());
+  EXPECT_TRUE(doc.HasMember("topology"));
+  const CommandRun yaml = Gather({"--sysfs-root", (*tree)->path(), "--agent=" + url});
+  ASSERT_EQ(yaml.code, kExitOk);
+  YAML::Node y = YAML::Load(yaml.out);
+  EXPECT_EQ(y["agent"]["resourceSlices"]["errors"][0]["code"].as<std::string>(), "422");
+  EXPECT_TRUE(y["topology"].IsMap());
+  (*server)->Stop();
+  const CommandRun gone =
+      Gather({"--sysfs-root", (*tree)->path(), "--format", "summary", "--agent", url});
+  EXPECT_EQ(gone.code, kExitOk);
+  EXPECT_THAT(gone.out, HasSubstr("not reachable"));
 }
 
 }  // namespace

@@ -94,20 +94,9 @@ TEST_P(SlicesCorpusTest, EveryModeMatchesTheTopology) {
   }
 }
 
-std::vector<std::string> Machines() {
-  auto shared = testing::SharedDir();
-  if (!shared) return {"(no ../shared)"};
-  return testing::CorpusMachines(*shared);
-}
-
-INSTANTIATE_TEST_SUITE_P(Corpus, SlicesCorpusTest, ::testing::ValuesIn(Machines()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Corpus, SlicesCorpusTest,
+                         ::testing::ValuesIn(testing::CorpusMachineParams()),
+                         testing::CorpusParamName);
 
 }  // namespace
 }  // namespace dracpu::dra

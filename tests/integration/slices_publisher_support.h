@@ -36,12 +36,15 @@ struct StoredSlice {
 
 class SimEnv {
  public:
-  // Starts the simulator; `clock` is the client's (and usually the publisher's) clock.
-  void Start(Clock& clock) {
+  // Starts the simulator, serving `gates` (a Kubernetes version's defaults); `clock` is the
+  // client's (and usually the publisher's) clock.
+  void Start(Clock& clock, const sim::FeatureGates& gates = sim::FeatureGates::Default()) {
     auto fs = NewPosixFileSystem("/");
     ASSERT_THAT(fs, IsOk());
     fs_ = *std::move(fs);
-    state_ = std::make_shared<sim::SimState>();
+    sim::SimState::Options state_options;
+    state_options.gates = gates;
+    state_ = std::make_shared<sim::SimState>(state_options);
     state_->AddNode(kNode, kNodeUid);
     StartServer(0);
     kube::ClusterConfig config;
