@@ -300,6 +300,10 @@ class WriteTransaction {
   // Containers and the shared pool (nri-agent).
   Status UpsertContainer(const ContainerSpec& spec);
   Status UpsertContainerEntry(const ContainerEntry& entry);
+  // Sets the applied cpuset.cpus (and the placement time: now) of the recorded container `id`,
+  // every other field kept: the shrink and widening of shared containers, hundreds per reply,
+  // without re-encoding each record. NOT_FOUND when `id` is not recorded.
+  Status SetContainerCpus(std::string_view id, const CpuSet& cpus);
   Result<bool> RemoveContainer(std::string_view id);
   std::optional<ContainerEntry> FindContainer(std::string_view id) const;
   uint32_t container_count() const;

@@ -180,12 +180,60 @@ TEST_F(SegmentTest, EachTableHasOneWriterRole) {
     EXPECT_THAT(txn->UpsertContainer(c),
                 StatusIs(StatusCode::kFailedPrecondition, HasSubstr("only by the nri-agent")));
     EXPECT_THAT(txn->SetSharedPool(CpuSet{1}), StatusIs(StatusCode::kFailedPrecondition));
+    EXPECT_THAT(txn->SetContainerCpus("x", CpuSet{1}), StatusIs(StatusCode::kFailedPrecondition));
   }
   Result<WriteTransaction> txn = nri->Begin();
   ASSERT_THAT(txn, IsOk());
   EXPECT_THAT(txn->UpsertClaim(TestClaim(1, CpuSet{1})),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("only by the dra-agent")));
   EXPECT_THAT(txn->RemoveClaim(Uid(1)), StatusIs(StatusCode::kFailedPrecondition));
+}
+
+TEST_F(SegmentTest, SetContainerCpusChangesOnlyTheCpuset) {
+  auto dra = OpenDra();
+  auto nri = OpenRole(Role::kNriAgent);
+  ContainerSpec c;
+  c.id = "ctr-1";
+  c.pod_uid = "pod-uid";
+  c.pod_namespace = "ns";
+  c.pod_name = "pod";
+  c.name = "app";
+  c.kind = ContainerKind::kExclusive;
+  c.claim_uids = {Uid(1)};
+  c.cpus = CpuSet{1, 2};
+  c.mems = {0};
+  c.updated_time_ns = 1;
+  {
+    Result<WriteTransaction> txn = nri->Begin();
+    ASSERT_THAT(txn, IsOk());
+    ASSERT_THAT(txn->UpsertContainer(c), IsOk());
+  }
+  {
+    Result<WriteTransaction> txn = nri->Begin();
+    ASSERT_THAT(txn, IsOk());
+    EXPECT_THAT(txn->SetContainerCpus("ctr-1", CpuSet{3, 4, 5}), IsOk());
+    EXPECT_THAT(txn->SetContainerCpus("ctr-2", CpuSet{3}),
+                StatusIs(StatusCode::kNotFound, HasSubstr("ctr-2")));
+  }
+  Result<std::optional<ContainerEntry>> e = dra->FindContainer("ctr-1");  // checksum checked
+  ASSERT_THAT(e, IsOk());
+  ASSERT_TRUE(e->has_value());
+  ContainerSpec got = DecodeContainer(**e);
+  EXPECT_EQ(got.cpus, (CpuSet{3, 4, 5}));
+  EXPECT_GT(got.updated_time_ns, 1u);
+  got.cpus = c.cpus;
+  got.updated_time_ns = c.updated_time_ns;
+  EXPECT_EQ(got.id, c.id);
+  EXPECT_EQ(got.pod_uid, c.pod_uid);
+  EXPECT_EQ(got.pod_namespace, c.pod_namespace);
+  EXPECT_EQ(got.pod_name, c.pod_name);
+  EXPECT_EQ(got.name, c.name);
+  EXPECT_EQ(got.kind, c.kind);
+  EXPECT_EQ(got.claim_uids, c.claim_uids);
+  EXPECT_EQ(got.mems, c.mems);
+  Result<Snapshot> snap = dra->ReadSnapshot();
+  ASSERT_THAT(snap, IsOk());
+  EXPECT_THAT(snap->containers, SizeIs(1));
 }
 
 TEST_F(SegmentTest, InvalidSpecsAreRefusedAndLeaveNoTrace) {

@@ -134,21 +134,29 @@ void SaveUndo(SegmentHeader* h, uint32_t table, uint32_t position, const Entry& 
 
 // The generic table operations, shared by claims and containers.
 struct TableOps {
+  // Replaces entry `position` (its key unchanged) under the undo record.
+  template <typename Entry>
+  static void Overwrite(WriteTransaction& txn, SegmentHeader* h, uint32_t undo_table,
+                        uint32_t position, Entry* entries, const Entry& entry) {
+    auto hook = [](const WriteTransaction* t, KillPoint p) { t->Hook(p); };
+    txn.MarkWriting();
+    SaveUndo(h, undo_table, position, entries[position]);
+    WriteEntry(entries[position], entry, &txn, hook);
+    txn.Hook(KillPoint::kAfterRecord);
+  }
+
   template <typename Entry, typename KeyOf>
-  static Status Upsert(WriteTransaction& txn, SegmentHeader* h, uint32_t undo_table, Entry entry,
-                       Entry* entries, uint32_t* index, uint32_t* count, const TableDescriptor& d,
-                       KeyOf key_of, const char* table) {
+  static Status Upsert(WriteTransaction& txn, SegmentHeader* h, uint32_t undo_table,
+                       const Entry& entry, Entry* entries, uint32_t* index, uint32_t* count,
+                       const TableDescriptor& d, KeyOf key_of, const char* table) {
     const std::string_view key = key_of(entry);
     uint32_t slot = 0;
     const int64_t found = WriterFindSlot(index, entries, d, key, key_of, &slot);
-    auto hook = [](const WriteTransaction* t, KillPoint p) { t->Hook(p); };
     if (found >= 0) {
-      txn.MarkWriting();
-      SaveUndo(h, undo_table, static_cast<uint32_t>(found), entries[found]);
-      WriteEntry(entries[found], entry, &txn, hook);
-      txn.Hook(KillPoint::kAfterRecord);
+      Overwrite(txn, h, undo_table, static_cast<uint32_t>(found), entries, entry);
       return Status::Ok();
     }
+    auto hook = [](const WriteTransaction* t, KillPoint p) { t->Hook(p); };
     const uint32_t n = *count;
     if (n >= d.capacity || slot >= d.index_slots) {
       return ResourceExhaustedError(std::string(table) + " table is full (" +
@@ -323,6 +331,23 @@ Status WriteTransaction::UpsertContainerEntry(const ContainerEntry& entry) {
   return TableOps::Upsert(*this, s->header(), kUndoContainers, e, s->containers_,
                           s->containers_index_, &s->header()->container_count, s->containers_desc_,
                           ContainerKey, "containers");
+}
+
+Status WriteTransaction::SetContainerCpus(std::string_view id, const CpuSet& cpus) {
+  RETURN_IF_ERROR(RequireRole(Role::kNriAgent, "the containers table"));
+  Segment* s = segment_;
+  uint32_t slot = 0;
+  const int64_t found = WriterFindSlot(s->containers_index_, s->containers_, s->containers_desc_,
+                                       id, ContainerKey, &slot);
+  if (found < 0) return NotFoundError("container " + std::string(id) + " is not recorded");
+  ContainerEntry e;
+  CopyOut(e, s->containers_[found]);
+  e.cpus = cpus;
+  e.updated_time_ns = RealtimeNs();
+  e.checksum = RecordChecksum(e);
+  TableOps::Overwrite(*this, s->header(), kUndoContainers, static_cast<uint32_t>(found),
+                      s->containers_, e);
+  return Status::Ok();
 }
 
 Result<bool> WriteTransaction::RemoveContainer(std::string_view id) {

@@ -58,12 +58,18 @@ Status ForRuntime(const Status& s) {
   return s;
 }
 
+// The agent records a reply's moved shared containers after sending it (RecordMovesAfterReply).
+policy::PolicyOptions WithMovesAfterReply(policy::PolicyOptions options) {
+  options.record_moves_after_reply = true;
+  return options;
+}
+
 }  // namespace
 
 NriAgent::NriAgent(loop::EventLoop& loop, NriAgentOptions options, MetricsRegistry* metrics)
     : loop_(loop),
       options_(std::move(options)),
-      policy_(nullptr, options_.policy),
+      policy_(nullptr, WithMovesAfterReply(options_.policy)),
       rng_(std::random_device{}()) {
   if (metrics != nullptr) {
     requests_ = &metrics->AddCounter("dracpu_nri_requests_total",
@@ -343,6 +349,21 @@ void NriAgent::LogWarnings(const std::string& op) {
   for (const std::string& w : policy_.TakeWarnings()) LOG(WARNING) << "op=" << op << " " << w;
 }
 
+void NriAgent::RecordMovesAfterReply(const std::string& op) {
+  if (moves_posted_ || !policy_.has_unrecorded_moves()) return;
+  moves_posted_ = true;
+  // The loop runs posted tasks after the I/O handlers of its iteration, and the reply was
+  // written to the socket inside the handler.
+  std::weak_ptr<bool> alive = alive_;
+  loop_.Post([this, alive, op] {
+    if (alive.expired()) return;
+    moves_posted_ = false;
+    if (Status s = policy_.RecordMoves(); !s.ok()) {
+      LOG(WARNING) << "op=" << op << " not recorded in shared memory: " << s.ToString();
+    }
+  });
+}
+
 void NriAgent::UpdateGauges() {
   if (containers_gauge_ == nullptr) return;
   int shared = 0, exclusive = 0;
@@ -411,6 +432,7 @@ Result<nri::CreateContainerResult> NriAgent::CreateContainer(const nri::Pod& pod
             << " cpus=" << r->adjust.cpus
             << (r->adjust.mems.empty() ? "" : " mems=" + r->adjust.mems)
             << " updates=" << UpdatesText(r->updates);
+  RecordMovesAfterReply(op);
   UpdateGauges();
   return r;
 }
@@ -422,6 +444,8 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::UpdateContainer(const nri::Pod&
   const auto start = Clock::now();
   auto r = policy_.UpdateContainer(pod, container, requested);
   Observe("UpdateContainer", r.status(), start);
+  LogWarnings(op);
+  RecordMovesAfterReply(op);
   if (r.ok() && !r->empty()) {
     LOG(INFO) << "op=" << op << " UpdateContainer " << Keys(pod, container)
               << " requested=" << requested.cpus << " re-asserted=" << (*r)[0].cpuset.cpus;
@@ -442,7 +466,9 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::StopContainer(const nri::Pod& p
   const auto start = Clock::now();
   auto r = policy_.StopContainer(pod, container);
   Observe("StopContainer", r.status(), start);
+  LogWarnings(op);
   LOG(INFO) << "op=" << op << " StopContainer " << Keys(pod, container);
+  RecordMovesAfterReply(op);
   return r;
 }
 

@@ -109,6 +109,8 @@ class NriAgent : public nri::PluginHandler {
   void OnStale();
   void Heartbeat();
   void LogWarnings(const std::string& op);
+  // Posts policy_.RecordMoves() to run once the current reply is on the wire.
+  void RecordMovesAfterReply(const std::string& op);
   void UpdateGauges();
   void Observe(const char* method, const Status& status,
                std::chrono::steady_clock::time_point start);
@@ -120,6 +122,7 @@ class NriAgent : public nri::PluginHandler {
   std::unique_ptr<nri::ReconnectingPlugin> plugin_;
   std::jthread watcher_;
   std::atomic<bool> change_posted_{false};
+  bool moves_posted_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::chrono::steady_clock::time_point started_;
   bool connected_once_ = false;

@@ -92,6 +92,7 @@ PinningPolicy::PinningPolicy(shm::Segment* segment, PolicyOptions options)
     : segment_(segment), options_(options) {}
 
 void PinningPolicy::AttachSegment(shm::Segment* segment) {
+  unrecorded_moves_.clear();  // the next Synchronize records every container in `segment`
   segment_ = segment;
   pool_generation_ = 1;
   recorded_pool_.reset();
@@ -237,19 +238,29 @@ CpuSet PinningPolicy::LazyCpus(const std::string& extra_busy_id, const CpuSet& e
   return lazy;
 }
 
-std::vector<nri::CpusetUpdate> PinningPolicy::PoolUpdates(const CpuSet& pool, const CpuSet& lazy,
-                                                          const std::string& except_id,
-                                                          bool ignore_failure) const {
-  std::vector<nri::CpusetUpdate> updates;
-  if (pool.Empty()) return updates;  // a shared container is never emptied
+std::vector<TrackedContainer*> PinningPolicy::OffPool(const CpuSet& pool, const CpuSet& lazy,
+                                                      const std::string& except_id) {
+  std::vector<TrackedContainer*> off;
+  if (pool.Empty()) return off;  // a shared container is never emptied
   const CpuSet allowed = pool | lazy;
-  const std::string list = pool.ToListString();
-  for (const auto& [id, t] : containers_) {
+  for (auto& [id, t] : containers_) {
     if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
     // Settled: it has every CPU of the pool, and beyond it only CPUs of claims whose container
     // is not running (kept until that container is created: the lazy shrink).
     if (pool.IsSubsetOf(t.cpus) && t.cpus.IsSubsetOf(allowed)) continue;
-    updates.push_back(nri::CpusetUpdate{id, nri::Cpuset{list, ""}, ignore_failure});
+    off.push_back(&t);
+  }
+  return off;
+}
+
+std::vector<nri::CpusetUpdate> PinningPolicy::UpdatesTo(const CpuSet& pool,
+                                                        const std::vector<TrackedContainer*>& moved,
+                                                        bool ignore_failure) {
+  std::vector<nri::CpusetUpdate> updates;
+  updates.reserve(moved.size());
+  const std::string list = pool.ToListString();
+  for (const TrackedContainer* t : moved) {
+    updates.push_back(nri::CpusetUpdate{t->id, nri::Cpuset{list, ""}, ignore_failure});
   }
   return updates;
 }
@@ -259,36 +270,35 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
                                                                    const CpuSet& lazy,
                                                                    bool ignore_failure,
                                                                    const TrackedContainer* also) {
-  std::vector<nri::CpusetUpdate> updates;
   // Settled containers stay settled while the pool is the same and the lazy CPUs lost none
   // (they only gain some when a claim's container stops). When they lost some (a claim's
   // container is created), only the containers on those CPUs move: one check each.
   const bool same_pool = settled_ && settled_pool_ == pool;
   const CpuSet lost = settled_lazy_ - lazy;
   const bool scan = !same_pool || !lost.Empty();
+  std::vector<TrackedContainer*> moved;
   if (!same_pool) {
-    updates = PoolUpdates(pool, lazy, except_id, ignore_failure);
+    moved = OffPool(pool, lazy, except_id);
   } else if (!lost.Empty()) {
-    const std::string list = pool.ToListString();
-    for (const auto& [id, t] : containers_) {
+    for (auto& [id, t] : containers_) {
       if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
-      if (t.cpus.Intersects(lost)) {
-        updates.push_back(nri::CpusetUpdate{id, nri::Cpuset{list, ""}, ignore_failure});
-      }
+      if (t.cpus.Intersects(lost)) moved.push_back(&t);
     }
   }
-  std::vector<TrackedContainer> moved;
-  moved.reserve(updates.size());
-  for (const auto& u : updates) {
-    TrackedContainer m = containers_.at(u.container_id);
-    m.cpus = pool;
-    moved.push_back(std::move(m));
+  // The moved containers are recorded with their new cpuset in place (hundreds in one reply:
+  // no copies), and take it in memory only once it is recorded.
+  const bool later = options_.record_moves_after_reply && segment_ != nullptr;
+  std::vector<CpusMove> moves;
+  if (!later) {
+    moves.reserve(moved.size());
+    for (const TrackedContainer* t : moved) moves.push_back({t, &pool});
   }
   std::vector<const TrackedContainer*> upserts;
   if (also != nullptr) upserts.push_back(also);
-  for (const auto& m : moved) upserts.push_back(&m);
-  RETURN_IF_ERROR(Persist(upserts, {}, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool)));
-  for (auto& m : moved) containers_[m.id] = std::move(m);
+  RETURN_IF_ERROR(
+      Persist(upserts, moves, {}, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool)));
+  for (TrackedContainer* t : moved) t->cpus = pool;
+  if (later) unrecorded_moves_.insert(unrecorded_moves_.end(), moved.begin(), moved.end());
   // Every running shared container other than `except_id` is settled now (the excepted one is
   // being created with the pool, re-asserted to it, exclusive, or stopping).
   if (scan) {
@@ -296,14 +306,30 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
     settled_pool_ = pool;
     settled_lazy_ = lazy;
   }
-  return updates;
+  return UpdatesTo(pool, moved, ignore_failure);
+}
+
+Status PinningPolicy::RecordMoves() {
+  if (unrecorded_moves_.empty()) return Status();
+  std::vector<CpusMove> moves;
+  moves.reserve(unrecorded_moves_.size());
+  for (const TrackedContainer* t : unrecorded_moves_) moves.push_back({t, &t->cpus});
+  unrecorded_moves_.clear();
+  return Persist({}, moves, {}, std::nullopt);
+}
+
+void PinningPolicy::RecordMovesFirst() {
+  if (Status s = RecordMoves(); !s.ok()) {
+    warnings_.push_back("not recorded in shared memory: " + s.ToString());
+  }
 }
 
 Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upserts,
+                              const std::vector<CpusMove>& moves,
                               const std::vector<std::string>& removals,
                               const std::optional<CpuSet>& pool) {
   if (segment_ == nullptr) return Status();
-  if (upserts.empty() && removals.empty() &&
+  if (upserts.empty() && moves.empty() && removals.empty() &&
       (!pool || (recorded_pool_ && *recorded_pool_ == *pool))) {
     return Status();
   }
@@ -312,13 +338,22 @@ Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upsert
   // as they are, so the cache stays valid across our own commit.
   const bool cache_valid = segment_->generation() == pool_generation_;
   Status first;
+  auto keep_first = [&first](const Status& s, const TrackedContainer& t) {
+    if (!s.ok() && first.ok()) first = s.WithContext("recording container " + Describe(t));
+  };
   for (const std::string& id : removals) {
     auto r = tx.RemoveContainer(id);
     if (!r.ok() && first.ok()) first = r.status();
   }
-  for (const TrackedContainer* t : upserts) {
-    Status s = tx.UpsertContainer(SpecOf(*t));
-    if (!s.ok() && first.ok()) first = s.WithContext("recording container " + Describe(*t));
+  for (const TrackedContainer* t : upserts) keep_first(tx.UpsertContainer(SpecOf(*t)), *t);
+  for (const CpusMove& m : moves) {
+    Status s = tx.SetContainerCpus(m.container->id, *m.cpus);
+    if (s.code() == StatusCode::kNotFound) {  // never recorded (an earlier write failed)
+      shm::ContainerSpec spec = SpecOf(*m.container);
+      spec.cpus = *m.cpus;
+      s = tx.UpsertContainer(spec);
+    }
+    keep_first(s, *m.container);
   }
   if (pool && (!recorded_pool_ || *recorded_pool_ != *pool)) {
     Status s = tx.SetSharedPool(*pool);
@@ -335,6 +370,7 @@ Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upsert
 
 Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod& pod,
                                                                   const nri::Container& container) {
+  RecordMovesFirst();
   auto envs = ParseEnv(container);
   if (!envs.ok()) return envs.status().WithContext("container " + Describe(pod, container));
 
@@ -416,6 +452,7 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
     const nri::Pod&, const nri::Container& container, const nri::Cpuset& requested) {
+  RecordMovesFirst();
   // The reply carries the widening of the other running shared containers (entries for other
   // containers are applied by the runtime as extra updates), then our own re-assertion.
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
@@ -451,6 +488,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::StopContainer(
     const nri::Pod&, const nri::Container& container) {
+  RecordMovesFirst();
   auto it = containers_.find(container.id);
   if (it != containers_.end()) it->second.stopped = true;
   // The reply widens the running shared containers (a release since the last event). The
@@ -465,13 +503,15 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::StopContainer(
 }
 
 Status PinningPolicy::RemoveContainer(const nri::Pod&, const nri::Container& container) {
+  RecordMovesFirst();
   containers_.erase(container.id);
   declared_.erase(container.id);
-  return Persist({}, {container.id}, std::nullopt);
+  return Persist({}, {}, {container.id}, std::nullopt);
 }
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
     const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) {
+  RecordMovesFirst();
   std::map<std::string, const nri::Pod*> pod_by_id;
   for (const auto& p : pods) pod_by_id[p.id] = &p;
   const nri::Pod no_pod;
@@ -604,7 +644,8 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
   std::vector<const TrackedContainer*> upserts;
   upserts.reserve(containers_.size());
   for (const auto& [id, t] : containers_) upserts.push_back(&t);
-  Status s = Persist(upserts, removals, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool));
+  Status s =
+      Persist(upserts, {}, removals, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool));
   if (!s.ok())
     warnings_.push_back("Synchronize not fully recorded in shared memory: " + s.ToString());
   return updates;
@@ -613,20 +654,22 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
 Status PinningPolicy::RecordSharedPool() {
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
   if (pool.Empty() || segment_ == nullptr) return Status();
-  return Persist({}, {}, pool);  // writes nothing when the record already holds it
+  return Persist({}, {}, {}, pool);  // writes nothing when the record already holds it
 }
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::PendingPoolUpdates() {
+  RecordMovesFirst();
   RETURN_IF_ERROR(RecordSharedPool());
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
-  return PoolUpdates(pool, LazyCpus(), "", /*ignore_failure=*/true);
+  return UpdatesTo(pool, OffPool(pool, LazyCpus(), ""), /*ignore_failure=*/true);
 }
 
 Status PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
                                      const std::vector<nri::CpusetUpdate>& failed) {
+  RecordMovesFirst();
   std::set<std::string> failed_ids;
   for (const auto& f : failed) failed_ids.insert(f.container_id);
-  std::vector<const TrackedContainer*> upserts;
+  std::vector<CpusMove> moves;
   for (const auto& u : sent) {
     if (failed_ids.count(u.container_id) != 0) continue;
     auto it = containers_.find(u.container_id);
@@ -634,10 +677,10 @@ Status PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
     const std::optional<CpuSet> cpus = ParseReported(u.cpuset.cpus);
     if (!cpus) continue;
     it->second.cpus = *cpus;
-    upserts.push_back(&it->second);
+    moves.push_back({&it->second, &it->second.cpus});
   }
   settled_ = false;  // replies sent meanwhile may have moved these containers again
-  return Persist(upserts, {}, std::nullopt);
+  return Persist({}, moves, {}, std::nullopt);
 }
 
 std::vector<std::string> PinningPolicy::TakeWarnings() { return std::exchange(warnings_, {}); }

@@ -62,6 +62,15 @@ struct PolicyOptions {
   // The shared pool while no segment is attached: the node's allocatable CPUs as the agent sees
   // them in sysfs (online minus reserved under strictCPUReservation).
   CpuSet fallback_pool;
+  // Where the shared containers a reply moves (shrink or widening) are recorded. Off: in the
+  // reply's own transaction, before the reply is returned. On: after the reply, by
+  // RecordMoves() (the agent posts it once the reply is on the wire) or first thing in the
+  // policy's next call; hundreds of record writes leave the container-start path. Either way
+  // the container being created (an exclusive one's claim binding included) and the pool are
+  // recorded before the reply, and the policy's own view moves at once. A crash in between
+  // leaves those records one pool change behind; the next Synchronize rebuilds them from the
+  // runtime's cpusets.
+  bool record_moves_after_reply = false;
 };
 
 // Whether a runtime is known to survive plugin-initiated UpdateContainers (protocols.md §4.3,
@@ -132,6 +141,11 @@ class PinningPolicy : public nri::PluginHandler {
   // auto -> RuntimeSafeForUnsolicitedUpdates (false before any Configure).
   bool UnsolicitedUpdatesAllowed() const;
 
+  // Records the shared containers the last reply moved (record_moves_after_reply); OK and
+  // nothing written when there are none.
+  Status RecordMoves();
+  bool has_unrecorded_moves() const { return !unrecorded_moves_.empty(); }
+
   // Things the last calls tolerated and the caller should log (a container re-pinned to the
   // shared pool during Synchronize, a failed shared-memory write of a shared container).
   std::vector<std::string> TakeWarnings();
@@ -159,22 +173,35 @@ class PinningPolicy : public nri::PluginHandler {
   // container `extra_busy_id` as running on `extra_busy` (the one being created). Running shared
   // containers may keep these until that container is created (the lazy shrink).
   CpuSet LazyCpus(const std::string& extra_busy_id = "", const CpuSet& extra_busy = {}) const;
-  // Updates moving to `pool` every running shared container except `except_id` that lacks a
-  // CPU of the pool or has one outside `pool | lazy`. Empty when the pool is empty.
-  std::vector<nri::CpusetUpdate> PoolUpdates(const CpuSet& pool, const CpuSet& lazy,
-                                             const std::string& except_id,
-                                             bool ignore_failure) const;
-  // PoolUpdates for a reply (the runtime applies them with the reply): records them, with
-  // `also` (may be null) and the pool, in one transaction, and remembers that every running
-  // shared container is settled on `pool` (so the next reply skips the scan).
+  // The running shared containers except `except_id` that lack a CPU of `pool` or have one
+  // outside `pool | lazy` (those the pool moves), in id order. Empty when the pool is empty.
+  std::vector<TrackedContainer*> OffPool(const CpuSet& pool, const CpuSet& lazy,
+                                         const std::string& except_id);
+  // One update per container in `moved`, to `pool`.
+  static std::vector<nri::CpusetUpdate> UpdatesTo(const CpuSet& pool,
+                                                  const std::vector<TrackedContainer*>& moved,
+                                                  bool ignore_failure);
+  // The updates moving the running shared containers to `pool` for a reply (the runtime applies
+  // them with the reply): records them, with `also` (may be null) and the pool, in one
+  // transaction, and remembers that every running shared container is settled on `pool` (so the
+  // next reply skips the scan).
   Result<std::vector<nri::CpusetUpdate>> ReplyUpdates(const std::string& except_id,
                                                       const CpuSet& pool, const CpuSet& lazy,
                                                       bool ignore_failure,
                                                       const TrackedContainer* also);
+  // RecordMoves() at the start of a call, a failure kept as a warning.
+  void RecordMovesFirst();
   CpuSet FallbackPool() const;
-  // Writes the given containers (upsert), removals and the pool in one transaction.
+  // A recorded container whose entry changes only its cpuset, to `cpus`.
+  struct CpusMove {
+    const TrackedContainer* container;
+    const CpuSet* cpus;
+  };
+  // Writes the given containers (upsert), cpuset moves, removals and the pool in one
+  // transaction; a move of a container never recorded records it whole.
   Status Persist(const std::vector<const TrackedContainer*>& upserts,
-                 const std::vector<std::string>& removals, const std::optional<CpuSet>& pool);
+                 const std::vector<CpusMove>& moves, const std::vector<std::string>& removals,
+                 const std::optional<CpuSet>& pool);
 
   shm::Segment* segment_;
   PolicyOptions options_;
@@ -186,12 +213,15 @@ class PinningPolicy : public nri::PluginHandler {
   uint64_t pool_generation_ = 1;  // odd: never a committed generation
   CpuSet pool_cache_;
   CpuSet claimed_cache_;  // every claim's CPUs, same generation
-  // Every running shared container satisfied PoolUpdates(settled_pool_, settled_lazy_) after the
-  // last reply; cleared by anything that may move one otherwise.
+  // No running shared container was in OffPool(settled_pool_, settled_lazy_) after the last
+  // reply; cleared by anything that may move one otherwise.
   bool settled_ = false;
   CpuSet settled_pool_;
   CpuSet settled_lazy_;
   std::optional<CpuSet> recorded_pool_;  // what the shared-pool record last held (ours)
+  // Moved by the last reply, not yet recorded (record_moves_after_reply). Pointers into
+  // containers_: every call that can erase from it records these first.
+  std::vector<const TrackedContainer*> unrecorded_moves_;
   std::vector<std::string> warnings_;
 };
 

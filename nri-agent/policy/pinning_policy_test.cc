@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "nri-agent/policy/policy_test_util.h"
+#include "shm-schema/verify.h"
 
 namespace dracpu::policy {
 namespace {
@@ -123,6 +124,59 @@ TEST_F(PolicyTest, ExclusiveContainerGetsClaimCpusAndShrinksRunningSharedOnly) {
   ASSERT_TRUE(s4.ok());
   EXPECT_EQ(s4->adjust.cpus, "0-1,4-5,7");
   EXPECT_THAT(s4->updates, IsEmpty());
+}
+
+TEST(PolicyMovesAfterReplyTest, TheBindingBeforeTheReplyTheMovedContainersAfter) {
+  SegmentPair seg(CpuSet::Range(0, 7));
+  PolicyOptions options;
+  options.record_moves_after_reply = true;
+  PinningPolicy policy(seg.nri(), options);
+  auto create = [&](const std::string& id, const std::string& pod,
+                    std::vector<std::string> env = {}) {
+    return policy.CreateContainer(MakePod(pod), MakeContainer(id, MakePod(pod), "a", env));
+  };
+  auto recorded_cpus = [&](const std::string& id) {
+    auto r = seg.nri()->FindContainer(id);
+    EXPECT_TRUE(r.ok() && r->has_value()) << id;
+    return r.ok() && r->has_value() ? (*r)->cpus : CpuSet();
+  };
+  ASSERT_TRUE(create("s1", "p1").ok());
+  ASSERT_TRUE(create("s2", "p2").ok());
+  EXPECT_FALSE(policy.has_unrecorded_moves());
+  seg.Prepare(1, Cpus("2-3"));
+  auto r = create("x1", "p3", {ClaimVar(1, "2-3")});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->updates.size(), 2u);
+  // Before the reply: the binding and the pool; the shrunk containers not yet.
+  EXPECT_EQ(recorded_cpus("x1"), Cpus("2-3"));
+  auto snap = seg.nri()->ReadSnapshot();
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->shared_pool.cpus, Cpus("0-1,4-7"));
+  EXPECT_EQ(recorded_cpus("s1"), Cpus("0-7"));
+  EXPECT_EQ(policy.containers().at("s1").cpus, Cpus("0-1,4-7"));  // its own view moved at once
+  EXPECT_TRUE(policy.has_unrecorded_moves());
+  ASSERT_TRUE(policy.RecordMoves().ok());
+  EXPECT_FALSE(policy.has_unrecorded_moves());
+  EXPECT_EQ(recorded_cpus("s1"), Cpus("0-1,4-7"));
+  EXPECT_EQ(recorded_cpus("s2"), Cpus("0-1,4-7"));
+  auto verified = shm::VerifySnapshot(*seg.nri()->ReadSnapshot());
+  EXPECT_THAT(verified.violations, IsEmpty());
+
+  // Without RecordMoves, the next call records them first (here a removal of a moved one).
+  ASSERT_TRUE(policy.StopContainer(MakePod("p3"), MakeContainer("x1", MakePod("p3"), "a")).ok());
+  ASSERT_TRUE(policy.RemoveContainer(MakePod("p3"), MakeContainer("x1", MakePod("p3"), "a")).ok());
+  seg.Release(1);
+  auto widened = policy.UpdateContainer(MakePod("p1"), MakeContainer("s1", MakePod("p1"), "a"),
+                                        nri::Cpuset{"0-1,4-7", ""});
+  ASSERT_TRUE(widened.ok());
+  EXPECT_EQ(widened->size(), 2u);  // s2 widened, s1 re-asserted
+  EXPECT_TRUE(policy.has_unrecorded_moves());
+  ASSERT_TRUE(policy.RemoveContainer(MakePod("p2"), MakeContainer("s2", MakePod("p2"), "a")).ok());
+  EXPECT_FALSE(policy.has_unrecorded_moves());
+  EXPECT_EQ(recorded_cpus("s1"), Cpus("0-7"));
+  auto gone = seg.nri()->FindContainer("s2");
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());
 }
 
 TEST_F(PolicyTest, OneClaimOneContainer) {
