@@ -162,6 +162,14 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         return claim.ToString();
       },
       po, &metrics_);
+  logged_preparer_ = std::make_unique<LoggingClaimPreparer>(
+      *preparer_,
+      [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {
+        auto claim = seg->FindClaim(uid);
+        if (!claim.ok() || !claim->has_value()) return std::nullopt;
+        return (*claim)->cpus;
+      },
+      clock_, random_);
   ASSIGN_OR_RETURN(std::vector<std::string> repaired, preparer_->Reconcile());
   for (const std::string& line : repaired) LOG(WARNING) << "reconcile: " << line;
 
@@ -253,14 +261,15 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   ko.supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
                            "v1alpha1.DRAResourceHealth"};
   ko.extra_services = {health_v1alpha1_.get(), health_v1_.get()};
-  ASSIGN_OR_RETURN(
-      kubelet_, KubeletPluginServer::Start(ko, *preparer_, [](bool ok, const std::string& error) {
-        if (ok) {
-          LOG(INFO) << "registered with the kubelet";
-        } else {
-          LOG(ERROR) << "the kubelet refused the registration: " << error;
-        }
-      }));
+  ASSIGN_OR_RETURN(kubelet_, KubeletPluginServer::Start(
+                                 ko, *logged_preparer_, [](bool ok, const std::string& error) {
+                                   if (ok) {
+                                     LOG(INFO) << "registered with the kubelet";
+                                   } else {
+                                     LOG(ERROR)
+                                         << "the kubelet refused the registration: " << error;
+                                   }
+                                 }));
   LOG(INFO) << "serving the kubelet on " << paths.dra_socket << " (registration "
             << paths.registration_socket << "), HTTP on port " << http_->port();
   return Status::Ok();

@@ -26,6 +26,7 @@
 #include "common/status.h"
 #include "dra-agent/agent/agent_config.h"
 #include "dra-agent/agent/device_health_monitor.h"
+#include "dra-agent/agent/logging_claim_preparer.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
 #include "dra-agent/kube/kube_client.h"
@@ -104,6 +105,7 @@ class DraAgent {
   // health_ once made (after the HTTP server started); what Metrics() reads.
   std::atomic<DeviceHealthMonitor*> health_for_metrics_{nullptr};
   std::unique_ptr<CpuClaimPreparer> preparer_;
+  std::unique_ptr<LoggingClaimPreparer> logged_preparer_;  // what the kubelet calls
   std::unique_ptr<DeviceHealthMonitor> health_;
   std::unique_ptr<HealthStreamer> streamer_;
   std::unique_ptr<HealthV1alpha1Service> health_v1alpha1_;
