@@ -157,9 +157,10 @@ Status SlicePublisher::EnsureFeatures(const DeviceCatalog& catalog, bool force) 
   }
   if (which.empty()) return Status::Ok();
   std::vector<std::pair<kube::ServerFeature, kube::FeatureState>> before;
+  before.reserve(which.size());
   for (kube::ServerFeature f : which) before.emplace_back(f, features_.State(f));
   kube::ApiErrorDetails details;
-  const Status s = ProbeSliceFeatures(client_, options_.node_name, which, features_, &details);
+  Status s = ProbeSliceFeatures(client_, options_.node_name, which, features_, &details);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.probes += which.size();
@@ -476,7 +477,7 @@ Status SlicePublisher::SyncAttempt(const Desired& desired, bool* conflict) {
   return Status::Ok();
 }
 
-void SlicePublisher::Run(std::stop_token stop) {
+void SlicePublisher::Run(const std::stop_token& stop) {
   // Stop() and the caller's stop both end every wait below (condition variable, clock sleeps, the
   // informer's watch) without any of them polling.
   std::stop_callback forward(stop, [this] { Stop(); });
@@ -496,7 +497,7 @@ void SlicePublisher::Run(std::stop_token stop) {
   kube::Informer informer(client_, std::string(kube::kResourceSlicesPath), io, handlers, clock_,
                           random_);
   std::jthread informer_thread(
-      [&](std::stop_token informer_stop) { informer.Run(informer_stop).IgnoreError(); });
+      [&](std::stop_token informer_stop) { informer.Run(std::move(informer_stop)).IgnoreError(); });
 
   kube::Backoff backoff(options_.backoff, random_);
   kube::Backoff rejection_backoff(options_.rejection_backoff, random_);

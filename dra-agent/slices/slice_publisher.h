@@ -164,7 +164,7 @@ class SlicePublisher {
   // returns promptly then (every wait, the informer's open watch included, is woken by the
   // request; a request in flight finishes or times out first). Slices are left in place: the
   // next start adopts them.
-  void Run(std::stop_token stop);
+  void Run(const std::stop_token& stop);
   void Stop();
 
   bool published() const { return published_.load(); }
