@@ -5,33 +5,15 @@
 #include <charconv>
 #include <cstdio>
 
+#include "common/log_escape.h"
+
 namespace dracpu {
 namespace {
 
-std::string Quote(std::string_view text) {
-  constexpr size_t kMaxShown = 64;  // huge inputs are cut in messages, never in parsing
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const char c = text[i];
-    if (c == '\n') {
-      out += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(c));
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += '"';
-  return out;
-}
-
 Status ParseError(std::string_view what, std::string_view text, size_t offset,
                   std::string_view reason) {
-  return InvalidArgumentError(std::string(what) + " " + Quote(text) + ": " + std::string(reason) +
-                              " at offset " + std::to_string(offset));
+  return InvalidArgumentError(std::string(what) + " " + LogQuote(text, 64) + ": " +
+                              std::string(reason) + " at offset " + std::to_string(offset));
 }
 
 std::string_view StripOneNewline(std::string_view text) {

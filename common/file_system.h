@@ -6,7 +6,8 @@
 // Paths may not contain ".." components (INVALID_ARGUMENT), so reads cannot leave the root.
 //
 // Errors: NOT_FOUND when the file or directory does not exist, PERMISSION_DENIED, and
-// RESOURCE_EXHAUSTED when a file is larger than the caller's limit; messages name the path.
+// RESOURCE_EXHAUSTED when a file is larger than the caller's limit, FAILED_PRECONDITION for a
+// special file where a regular one is read; messages name the path.
 // Thread safety: implementations are safe for concurrent use.
 #pragma once
 
@@ -33,7 +34,9 @@ class FileSystem {
   virtual ~FileSystem() = default;
 
   // The whole content of a regular file (or a sysfs/procfs attribute), at most `max_size` bytes;
-  // a longer file is RESOURCE_EXHAUSTED.
+  // a longer file is RESOURCE_EXHAUSTED. Symlinks are followed; anything that is not a regular
+  // file in the end (a directory, a FIFO, a device, a socket) is FAILED_PRECONDITION, without
+  // blocking or reading from it.
   virtual Result<std::string> ReadFile(std::string_view path, size_t max_size = 1 << 20) const = 0;
 
   // Entries of a directory except "." and "..", sorted by name. Symlinks are reported as such.

@@ -6,9 +6,46 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
+#include <optional>
 #include <thread>
 
+#include "common/http_request.h"
+#include "common/log_escape.h"
+
 namespace dracpu {
+
+namespace http_request {
+
+void Limit(Parser& parser) {
+  parser.header_limit(kMaxHeaderBytes);
+  parser.body_limit(kMaxBodyBytes);
+}
+
+Response Answer(const Request& request, const std::map<std::string, HttpHandler>& routes) {
+  Response response;
+  response.version(request.version());
+  response.keep_alive(request.keep_alive());
+  response.set(http::field::server, "dracpu");
+  const std::string path(request.target().substr(0, request.target().find('?')));
+  if (request.method() != http::verb::get && request.method() != http::verb::head) {
+    response.result(http::status::method_not_allowed);
+    response.body() = "only GET and HEAD\n";
+  } else if (auto it = routes.find(path); it == routes.end()) {
+    response.result(http::status::not_found);
+    response.body() = "not found: " + LogEscape(path) + "\n";
+  } else {
+    HttpResponse r = it->second();
+    response.result(static_cast<unsigned>(r.status));
+    response.set(http::field::content_type, r.content_type);
+    response.body() = std::move(r.body);
+  }
+  response.prepare_payload();
+  if (request.method() == http::verb::head) response.body().clear();
+  return response;
+}
+
+}  // namespace http_request
+
 namespace {
 
 namespace asio = boost::asio;
@@ -27,9 +64,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void Read() {
-    request_ = {};
+    parser_.emplace();
+    http_request::Limit(*parser_);
     stream_.expires_after(kClientTimeout);
-    http::async_read(stream_, buffer_, request_,
+    http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) {
                        if (ec) return self->Close();
                        self->Respond();
@@ -37,25 +75,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Respond() {
-    auto response = std::make_shared<http::response<http::string_body>>();
-    response->version(request_.version());
-    response->keep_alive(request_.keep_alive());
-    response->set(http::field::server, "dracpu");
-    const std::string path(request_.target().substr(0, request_.target().find('?')));
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
-      response->result(http::status::method_not_allowed);
-      response->body() = "only GET and HEAD\n";
-    } else if (auto it = routes_.find(path); it == routes_.end()) {
-      response->result(http::status::not_found);
-      response->body() = "not found: " + path + "\n";
-    } else {
-      HttpResponse r = it->second();
-      response->result(static_cast<unsigned>(r.status));
-      response->set(http::field::content_type, r.content_type);
-      response->body() = std::move(r.body);
-    }
-    response->prepare_payload();
-    if (request_.method() == http::verb::head) response->body().clear();
+    auto response =
+        std::make_shared<http_request::Response>(http_request::Answer(parser_->get(), routes_));
     http::async_write(stream_, *response,
                       [self = shared_from_this(), response](beast::error_code ec, size_t) {
                         if (ec || !response->keep_alive()) return self->Close();
@@ -70,7 +91,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
+  std::optional<http_request::Parser> parser_;
   const std::map<std::string, HttpHandler>& routes_;
 };
 

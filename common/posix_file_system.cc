@@ -31,6 +31,15 @@ Result<std::string> Relative(std::string_view path) {
   return std::string(path);
 }
 
+std::string_view FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISFIFO(mode)) return "FIFO";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "special file";
+}
+
 std::string ParentOf(const std::string& rel) {
   const size_t slash = rel.rfind('/');
   return slash == std::string::npos ? std::string(".") : rel.substr(0, slash);
@@ -43,8 +52,16 @@ class PosixFileSystem final : public FileSystem {
 
   Result<std::string> ReadFile(std::string_view path, size_t max_size) const override {
     ASSIGN_OR_RETURN(const std::string rel, Relative(path));
-    UniqueFd fd(::openat(root_fd_.get(), rel.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: opening a FIFO planted where a file should be must not wait for a writer.
+    UniqueFd fd(::openat(root_fd_.get(), rel.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     if (!fd) return ErrnoStatus("open " + HostPath(path), errno);
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return ErrnoStatus("stat " + HostPath(path), errno);
+    if (!S_ISREG(st.st_mode)) {
+      return FailedPreconditionError(HostPath(path) + " is a " +
+                                     std::string(FileTypeName(st.st_mode)) +
+                                     ", not a regular file");
+    }
     std::string content;
     char buf[4096];
     while (true) {

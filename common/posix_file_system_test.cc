@@ -101,6 +101,23 @@ TEST_F(PosixFileSystemTest, WritesABatchAtomicallyWithPerFileResults) {
                           Field(&DirEntry::name, "old.json")));
 }
 
+// A FIFO, a directory or a device where a file is expected (planted in a CDI or config
+// directory, say) is refused at once: no read blocks waiting for a writer, none reads forever.
+TEST_F(PosixFileSystemTest, SpecialFilesAreRefusedWithoutBlocking) {
+  ASSERT_EQ(::mkfifo((root_ + "/fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/dev/zero", (root_ + "/zero").c_str()), 0);
+  ASSERT_EQ(::symlink("fifo", (root_ + "/to-fifo").c_str()), 0);
+  EXPECT_THAT(fs_->ReadFile("fifo"), StatusIs(StatusCode::kFailedPrecondition,
+                                              HasSubstr("is a FIFO, not a regular file")));
+  EXPECT_THAT(fs_->ReadFile("to-fifo"), StatusIs(StatusCode::kFailedPrecondition));
+  EXPECT_THAT(fs_->ReadFile("zero"),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a character device")));
+  EXPECT_THAT(fs_->ReadFile("sys"),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("is a directory")));
+  // A symlink to a regular file is still read (projected secrets and sysfs are symlinks).
+  EXPECT_THAT(fs_->ReadFile("sys/link/online"), IsOkAndHolds(std::string("0-3\n")));
+}
+
 TEST(PosixFileSystem, MissingRootIsAnError) {
   EXPECT_THAT(NewPosixFileSystem("/nonexistent/dracpu-root"),
               StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/dracpu-root")));

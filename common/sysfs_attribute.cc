@@ -3,35 +3,16 @@
 #include <charconv>
 #include <limits>
 
+#include "common/log_escape.h"
+
 namespace dracpu {
 namespace {
 
 std::string_view StripNewline(std::string_view text) { return TrimSysfsPadding(text); }
 
-// Keeps error messages short and printable whatever the file holds.
-std::string Quote(std::string_view text) {
-  constexpr size_t kMaxShown = 40;
-  std::string out = "\"";
-  for (size_t i = 0; i < text.size() && i < kMaxShown; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-      static const char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMaxShown) out += "...";
-  out += "\"";
-  return out;
-}
-
 Status Malformed(std::string_view what, std::string_view text, std::string_view why) {
-  return InvalidArgumentError(std::string(what) + ": " + std::string(why) + " in " + Quote(text));
+  return InvalidArgumentError(std::string(what) + ": " + std::string(why) + " in " +
+                              LogQuote(text, 40));
 }
 
 Result<std::string> ReadAttribute(const FileSystem& fs, const std::string& path) {

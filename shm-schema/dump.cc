@@ -7,6 +7,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/log_escape.h"
+
 namespace dracpu::shm {
 namespace {
 
@@ -57,7 +59,7 @@ DumpContext ReadDumpContext(const Segment& seg) {
 
 std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
   std::string out;
-  char line[512];
+  char line[8192];  // escaped names can be four times their field
   std::snprintf(line, sizeof line,
                 "segment %s  layout v%u.%u  generation %llu%s\nnode %s  boot %s  created %s\n",
                 ctx.path.c_str(), s.identity.major, s.identity.minor,
@@ -114,12 +116,14 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
       if (i) requests += ",";
       requests += c.RequestName(static_cast<int>(i));
     }
-    const std::string nsname = std::string(c.Namespace()) + "/" + std::string(c.Name());
+    // Names come from the segment, which any damage (or a hostile claim) may have filled with
+    // anything: escaped, so the table stays one line per record and the terminal stays sane.
+    const std::string nsname = LogEscape(c.Namespace()) + "/" + LogEscape(c.Name());
     std::snprintf(line, sizeof line, "  %-36s %-40s %-9s %-20s %-6s %-22s %s\n",
-                  std::string(c.Uid()).c_str(), nsname.c_str(),
+                  LogEscape(c.Uid()).c_str(), nsname.c_str(),
                   std::string(ClaimStateName(c.State())).c_str(),
                   OrDash(c.cpus.ToListString()).c_str(), OrDash(NodeMaskToList(c.mems)).c_str(),
-                  Time(c.prepared_time_ns).c_str(), OrDash(requests).c_str());
+                  Time(c.prepared_time_ns).c_str(), OrDash(LogEscape(requests)).c_str());
     out += line;
   }
   std::snprintf(line, sizeof line, "\nCONTAINERS (%zu of %u)\n", s.containers.size(),
@@ -136,12 +140,12 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
       if (i) claims += ",";
       claims += c.ClaimUid(static_cast<int>(i));
     }
-    const std::string who = std::string(c.PodNamespace()) + "/" + std::string(c.PodName()) + "/" +
-                            std::string(c.Name());
+    const std::string who =
+        LogEscape(c.PodNamespace()) + "/" + LogEscape(c.PodName()) + "/" + LogEscape(c.Name());
     std::snprintf(line, sizeof line, "  %-16s %-44s %-9s %-20s %s\n",
-                  std::string(c.Id().substr(0, 16)).c_str(), who.c_str(),
+                  LogEscape(c.Id().substr(0, 16)).c_str(), who.c_str(),
                   std::string(ContainerKindName(c.Kind())).c_str(),
-                  OrDash(c.cpus.ToListString()).c_str(), OrDash(claims).c_str());
+                  OrDash(c.cpus.ToListString()).c_str(), OrDash(LogEscape(claims)).c_str());
     out += line;
   }
   return out;

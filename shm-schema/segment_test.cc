@@ -440,6 +440,49 @@ INSTANTIATE_TEST_SUITE_P(
                        "written in boot f1111111"}),
     [](const ::testing::TestParamInfo<BadSegmentCase>& info) { return info.param.name; });
 
+// The segment path replaced by a symlink (to a segment elsewhere, or to a host file) or by a
+// FIFO: every role is refused at once with the reason, nothing is followed, mapped, blocked on
+// or replaced, even with a rebuild callback that would say yes.
+TEST_F(SegmentTest, SymlinkOrFifoAtThePathIsRefusedAndLeftAlone) {
+  const std::string elsewhere = dir_.File("elsewhere.shm");
+  {
+    auto real = Segment::Open(elsewhere, TestOptions(Role::kDraAgent));
+    ASSERT_THAT(real, IsOk());
+  }
+  struct Planted {
+    const char* name;
+    std::function<int()> plant;
+    const char* message;
+  };
+  const Planted kCases[] = {
+      {"symlink to a segment", [&] { return ::symlink(elsewhere.c_str(), path_.c_str()); },
+       "is a symbolic link; refusing to follow it"},
+      {"symlink to a host file", [&] { return ::symlink("/etc/hostname", path_.c_str()); },
+       "is a symbolic link; refusing to follow it"},
+      {"dangling symlink", [&] { return ::symlink(dir_.File("nowhere").c_str(), path_.c_str()); },
+       "is a symbolic link; refusing to follow it"},
+      {"FIFO", [&] { return ::mkfifo(path_.c_str(), 0600); }, "is not a regular file"},
+  };
+  for (const Planted& c : kCases) {
+    SCOPED_TRACE(c.name);
+    ::unlink(path_.c_str());
+    ASSERT_EQ(c.plant(), 0);
+    struct stat before;
+    ASSERT_EQ(::lstat(path_.c_str(), &before), 0);
+    for (Role role : {Role::kReader, Role::kNriAgent, Role::kDraAgent}) {
+      OpenOptions o = TestOptions(role);
+      o.rebuild = [](const Status&) { return true; };
+      EXPECT_THAT(Segment::Open(path_, o),
+                  StatusIs(StatusCode::kFailedPrecondition, HasSubstr(c.message)));
+    }
+    struct stat after;
+    ASSERT_EQ(::lstat(path_.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    EXPECT_EQ(after.st_mode, before.st_mode);
+  }
+  EXPECT_THAT(Segment::Open(elsewhere, TestOptions(Role::kReader)), IsOk());  // untouched
+}
+
 TEST_F(SegmentTest, NewerMinorOfTheSameMajorIsAccepted) {
   OpenDra();
   {

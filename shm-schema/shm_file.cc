@@ -44,9 +44,26 @@ Status ShmFile::Stat() {
 
 Result<ShmFile> ShmFile::Open(const std::string& path, bool writable) {
   ShmFile f;
-  f.fd_.Reset(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
-  if (!f.fd_) return ErrnoStatus("open segment " + path, errno);
+  // O_NOFOLLOW: a symlink planted at the path would make us map (and write) another file.
+  // O_NONBLOCK: a FIFO planted there must not block the open until someone writes to it.
+  f.fd_.Reset(
+      ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!f.fd_) {
+    const int err = errno;
+    if (err == ELOOP) {
+      return FailedPreconditionError("segment " + path +
+                                     " is a symbolic link; refusing to follow it (remove it)");
+    }
+    return ErrnoStatus("open segment " + path, err);
+  }
   f.writable_ = writable;
+  struct stat st;
+  if (::fstat(f.fd_.get(), &st) != 0) return ErrnoStatus("fstat segment " + path, errno);
+  if (!S_ISREG(st.st_mode)) {
+    return FailedPreconditionError("segment " + path +
+                                   " is not a regular file (a FIFO, socket, device or directory "
+                                   "is there); refusing to use or replace it (remove it)");
+  }
   RETURN_IF_ERROR(f.Stat().WithContext("segment " + path));
   return f;
 }

@@ -28,7 +28,8 @@ class ShmFile {
   ShmFile& operator=(const ShmFile&) = delete;
   ~ShmFile();
 
-  // Opens an existing file. NOT_FOUND when it does not exist.
+  // Opens an existing file. NOT_FOUND when it does not exist; FAILED_PRECONDITION, without
+  // blocking or following anything, when the path is a symbolic link or not a regular file.
   static Result<ShmFile> Open(const std::string& path, bool writable);
   // Creates `path` exclusively with mode 0600 (whatever the umask) and size `size` (zeros).
   static Result<ShmFile> CreateExclusive(const std::string& path, uint64_t size);

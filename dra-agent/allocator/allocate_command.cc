@@ -1,7 +1,6 @@
 #include "dra-agent/allocator/allocate_command.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -18,6 +17,7 @@
 #include "common/file_system.h"
 #include "common/status.h"
 #include "common/topology_discovery.h"
+#include "common/untrusted_json.h"
 #include "dra-agent/allocator/allocator.h"
 #include "dra-agent/allocator/allocator_options.h"
 #include "dra-agent/allocator/placement_metrics.h"
@@ -48,13 +48,7 @@ Result<std::string> ReadWholeFile(const std::string& path) {
 }
 
 Status ParseJson(const std::string& text, const std::string& what, rapidjson::Document* doc) {
-  doc->Parse(text.c_str(), text.size());
-  if (doc->HasParseError()) {
-    return InvalidArgumentError(what + ": invalid JSON at offset " +
-                                std::to_string(doc->GetErrorOffset()) + ": " +
-                                rapidjson::GetParseError_En(doc->GetParseError()));
-  }
-  return Status::Ok();
+  return ParseUntrustedJson(text, *doc).WithContext(what);
 }
 
 Result<int> GetInt(const Value& v, const std::string& field, int min) {

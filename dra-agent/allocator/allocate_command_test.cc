@@ -126,7 +126,7 @@ const std::string kTopo = "{\"topology\": " + DualSocketHT();
 INSTANTIATE_TEST_SUITE_P(
     Cases, AllocateCommandMalformedTest,
     ::testing::Values(
-        Malformed{"not_json", "{", "input: invalid JSON"},
+        Malformed{"not_json", "{", "input: not valid JSON"},
         Malformed{"not_object", "[1]", "input: must be a JSON object"},
         Malformed{"no_topology", "{\"available\": [0], \"request\": 1}", "topology: missing"},
         Malformed{"topology_name_without_file",

@@ -1,11 +1,13 @@
 #include "dra-agent/cdi/cdi_spec.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/prettywriter.h>
 #include <rapidjson/stringbuffer.h>
 
 #include <optional>
+
+#include "common/log_escape.h"
+#include "common/untrusted_json.h"
 
 namespace dracpu::dra {
 namespace {
@@ -71,17 +73,15 @@ Result<ClaimEnv> ParseCdiSpec(std::string_view json, std::string_view source) {
     return InvalidArgumentError("CDI spec " + std::string(source) + ": " + reason);
   };
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return bad(std::string("not valid JSON at offset ") + std::to_string(doc.GetErrorOffset()) +
-               ": " + rapidjson::GetParseError_En(doc.GetParseError()));
-  }
+  if (Status s = ParseUntrustedJson(json, doc); !s.ok()) return bad(s.message());
   if (!doc.IsObject()) return bad("not a JSON object");
   if (!doc.HasMember("cdiVersion") || !doc["cdiVersion"].IsString() ||
-      !KnownCdiVersion(doc["cdiVersion"].GetString())) {
+      !KnownCdiVersion(
+          std::string_view(doc["cdiVersion"].GetString(), doc["cdiVersion"].GetStringLength()))) {
     return bad("missing or unsupported cdiVersion");
   }
-  if (!doc.HasMember("kind") || !doc["kind"].IsString() || doc["kind"].GetString() != kCdiKind) {
+  if (!doc.HasMember("kind") || !doc["kind"].IsString() ||
+      std::string_view(doc["kind"].GetString(), doc["kind"].GetStringLength()) != kCdiKind) {
     return bad("kind is not " + std::string(kCdiKind));
   }
   if (!doc.HasMember("devices") || !doc["devices"].IsArray() || doc["devices"].Size() != 1) {
@@ -91,9 +91,9 @@ Result<ClaimEnv> ParseCdiSpec(std::string_view json, std::string_view source) {
   if (!device.IsObject() || !device.HasMember("name") || !device["name"].IsString()) {
     return bad("device has no name");
   }
-  const std::string_view name = device["name"].GetString();
+  const std::string_view name(device["name"].GetString(), device["name"].GetStringLength());
   if (name.substr(0, kDevicePrefix.size()) != kDevicePrefix) {
-    return bad("device name \"" + std::string(name) + "\" does not start with claim-");
+    return bad("device name " + LogQuote(name) + " does not start with claim-");
   }
   const std::string_view uid = name.substr(kDevicePrefix.size());
   if (Status s = ValidateClaimUid(uid); !s.ok()) return bad(s.message());
@@ -104,7 +104,7 @@ Result<ClaimEnv> ParseCdiSpec(std::string_view json, std::string_view source) {
   std::optional<ClaimEnv> found;
   for (const auto& entry : device["containerEdits"]["env"].GetArray()) {
     if (!entry.IsString()) return bad("env entry is not a string");
-    auto parsed = ParseClaimEnvEntry(entry.GetString());
+    auto parsed = ParseClaimEnvEntry(std::string_view(entry.GetString(), entry.GetStringLength()));
     if (!parsed.ok()) return bad(parsed.status().message());
     if (!parsed->has_value()) continue;
     if (found) return bad("more than one DRA_CPUSET_ entry");
@@ -112,7 +112,7 @@ Result<ClaimEnv> ParseCdiSpec(std::string_view json, std::string_view source) {
   }
   if (!found) return bad("no DRA_CPUSET_ entry");
   if (found->claim_uid != uid) {
-    return bad("env names claim " + found->claim_uid + " but the device is " + std::string(name));
+    return bad("env names claim " + found->claim_uid + " but the device is " + LogEscape(name));
   }
   return *found;
 }

@@ -5,6 +5,12 @@
 #include "dra-agent/cdi/cdi_spec.h"
 
 namespace dracpu::dra {
+namespace {
+
+// Ours are about 300 bytes; a larger file is not one of ours and is not read further.
+constexpr size_t kMaxSpecBytes = 64 * 1024;
+
+}  // namespace
 
 std::string CdiStore::PathOf(std::string_view claim_uid) const {
   return dir_ + "/" + CdiSpecFileName(claim_uid);
@@ -57,7 +63,16 @@ Result<CdiStore::Listing> CdiStore::List() const {
       continue;
     }
     const std::string path = dir_ + "/" + n;
-    auto text = fs_.ReadFile(path, 64 * 1024);
+    // Only files we could have written count: a symlink with our name (to a file anywhere on
+    // the host) or a FIFO is reported and left alone, never followed, opened or removed.
+    if (e.type != DirEntry::Type::kFile) {
+      listing.problems.push_back(FailedPreconditionError(
+          "CDI spec " + fs_.HostPath(path) + " is " +
+          (e.type == DirEntry::Type::kSymlink ? "a symbolic link" : "not a regular file") +
+          "; ignored and left in place"));
+      continue;
+    }
+    auto text = fs_.ReadFile(path, kMaxSpecBytes);
     if (!text.ok()) {
       listing.problems.push_back(text.status());
       continue;

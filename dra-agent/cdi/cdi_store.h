@@ -34,8 +34,11 @@ class CdiStore {
     std::vector<ClaimEnv> claims;  // valid claim specs, sorted by uid
     std::vector<Status> problems;  // unreadable or invalid dra.k8s.io-cpu_claim-*.json files
   };
-  // Every claim spec in the directory. Files of other vendors are ignored. A missing directory
-  // is an empty listing.
+  // Every claim spec in the directory. Files of other vendors are ignored. A file with our name
+  // that is not ours to read is a problem and stays untouched: a symlink or other non-regular
+  // file (never followed), one over 64 KiB, one that does not parse (a truncated write of
+  // another tool) or whose name does not match its claim. A missing directory is an empty
+  // listing.
   Result<Listing> List() const;
 
   std::string PathOf(std::string_view claim_uid) const;

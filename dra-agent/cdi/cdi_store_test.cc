@@ -67,6 +67,47 @@ TEST_F(CdiStoreTest, ReportsCorruptSpecsWithoutLosingGoodOnes) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("not valid JSON")));
 }
 
+// A CDI directory others write into too: symlinks with our names (to a file of ours elsewhere
+// and to a host file), a FIFO, a huge file, a truncated spec, a spec of another vendor and a
+// stray directory. Every good claim is listed, every bad file reported once by name and left
+// exactly as it was, and nothing blocks.
+TEST_F(CdiStoreTest, HostileDirectoryReportsEachBadFileAndLosesNothing) {
+  const std::string dir = root_ + "/var/run/cdi/";
+  ASSERT_THAT(store_->Write("good", CpuSet{3}), IsOk());
+  std::ofstream(root_ + "/elsewhere.json") << RenderCdiSpec("linked", CpuSet{5});
+  ASSERT_EQ(
+      ::symlink((root_ + "/elsewhere.json").c_str(), (dir + CdiSpecFileName("linked")).c_str()), 0);
+  ASSERT_EQ(::symlink("/etc/hostname", (dir + CdiSpecFileName("host")).c_str()), 0);
+  ASSERT_EQ(::mkfifo((dir + CdiSpecFileName("fifo")).c_str(), 0644), 0);
+  std::ofstream(dir + CdiSpecFileName("huge")) << std::string(10 << 20, ' ');
+  const std::string spec = RenderCdiSpec("torn", CpuSet{6});
+  std::ofstream(dir + CdiSpecFileName("torn")) << spec.substr(0, spec.size() / 2);
+  std::ofstream(dir + "vendor.com-gpu.json") << "{\"cdiVersion\":\"0.6.0\"}";
+  std::filesystem::create_directory(dir + CdiSpecFileName("adir"));
+
+  auto listing = store_->List();
+  ASSERT_THAT(listing, IsOk());
+  EXPECT_THAT(listing->claims, ElementsAre(Field(&ClaimEnv::claim_uid, "good")));
+  std::vector<std::string> problems;
+  for (const Status& s : listing->problems) problems.push_back(s.ToString());
+  EXPECT_THAT(problems,
+              ElementsAre(HasSubstr(CdiSpecFileName("adir") + " is not a regular file"),
+                          HasSubstr(CdiSpecFileName("fifo") + " is not a regular file"),
+                          HasSubstr(CdiSpecFileName("host") + " is a symbolic link"),
+                          HasSubstr(CdiSpecFileName("huge") + " is larger than 65536 bytes"),
+                          HasSubstr(CdiSpecFileName("linked") + " is a symbolic link"),
+                          HasSubstr("not valid JSON")));
+  // Nothing was followed, changed or removed.
+  struct stat st;
+  ASSERT_EQ(::lstat((dir + CdiSpecFileName("linked")).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  ASSERT_EQ(::lstat((dir + CdiSpecFileName("fifo")).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_EQ(std::filesystem::file_size(dir + CdiSpecFileName("huge")), 10u << 20);
+  EXPECT_EQ(std::filesystem::file_size(root_ + "/elsewhere.json"),
+            RenderCdiSpec("linked", CpuSet{5}).size());
+}
+
 TEST_F(CdiStoreTest, RefusesBadInput) {
   EXPECT_THAT(store_->Write("../etc", CpuSet{1}), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(store_->Write("ok", CpuSet()),

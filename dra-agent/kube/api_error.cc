@@ -1,5 +1,6 @@
 #include "dra-agent/kube/api_error.h"
 
+#include "common/log_escape.h"
 #include "dra-agent/kube/json_object.h"
 
 namespace dracpu::kube {
@@ -10,11 +11,12 @@ Status ApiErrorStatus(std::string_view method, std::string_view path, int http_s
   std::string message;
   Result<JsonObject> parsed = JsonObject::Parse(body);
   if (parsed.ok() && parsed->doc().IsObject() && parsed->Kind() == "Status") {
-    reason = std::string(StringMember(parsed->doc(), "reason"));
-    message = std::string(StringMember(parsed->doc(), "message"));
+    // The server's words go into our logs: escaped and bounded.
+    reason = LogEscape(StringMember(parsed->doc(), "reason"), 64);
+    message = LogEscape(StringMember(parsed->doc(), "message"), 1024);
   } else if (!body.empty()) {
     // Not a Status (a proxy's HTML page, say): keep a bounded excerpt.
-    message = std::string(body.substr(0, 200));
+    message = LogEscape(body, 200);
   }
   StatusCode code = StatusCode::kUnavailable;
   switch (http_status) {
@@ -74,6 +76,9 @@ Status TransportErrorStatus(std::string_view method, std::string_view path,
   StatusCode code = StatusCode::kUnavailable;
   if (response.transport_error == TransportError::kTimeout) code = StatusCode::kDeadlineExceeded;
   if (response.transport_error == TransportError::kCancelled) code = StatusCode::kCancelled;
+  if (response.transport_error == TransportError::kBodyTooLarge) {
+    code = StatusCode::kResourceExhausted;
+  }
   return Status(code,
                 std::string(method) + " " + std::string(path) + ": " + response.error_message);
 }

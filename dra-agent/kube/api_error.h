@@ -12,7 +12,9 @@
 //   410 Gone / Expired               -> OUT_OF_RANGE: the resourceVersion is too old; re-list
 //   429                              -> RESOURCE_EXHAUSTED
 //   5xx and other statuses           -> UNAVAILABLE
-// Transport errors: timeout -> DEADLINE_EXCEEDED, cancelled -> CANCELLED, others -> UNAVAILABLE.
+// Transport errors: timeout -> DEADLINE_EXCEEDED, cancelled -> CANCELLED, a body over the
+// request's limit -> RESOURCE_EXHAUSTED, others -> UNAVAILABLE.
+// The server's reason and message are escaped (common/log_escape.h) and bounded.
 #pragma once
 
 #include <string>

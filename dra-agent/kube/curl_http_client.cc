@@ -19,6 +19,7 @@ struct Transfer {
   CURL* handle = nullptr;
   HttpResponse* response = nullptr;
   bool stopped_by_callback = false;
+  bool too_large = false;
 };
 
 size_t WriteCallback(char* data, size_t size, size_t count, void* user) {
@@ -32,6 +33,11 @@ size_t WriteCallback(char* data, size_t size, size_t count, void* user) {
       return 0;  // makes libcurl abort the transfer with CURLE_WRITE_ERROR
     }
     return n;
+  }
+  const size_t limit = t->request->max_body_bytes;
+  if (limit > 0 && t->response->body.size() + n > limit) {
+    t->too_large = true;
+    return 0;  // CURLE_WRITE_ERROR: the rest is never read
   }
   t->response->body.append(data, n);
   return n;
@@ -146,7 +152,7 @@ class CurlHttpClient final : public HttpClient {
       response.error_message = "curl_easy_init failed";
       return response;
     }
-    Transfer t{&request, h, &response, false};
+    Transfer t{&request, h, &response, false, false};
     char error_buffer[CURL_ERROR_SIZE] = {0};
     curl_slist* headers = nullptr;
     for (const auto& [k, v] : request.headers) {
@@ -188,6 +194,12 @@ class CurlHttpClient final : public HttpClient {
     curl_slist_free_all(headers);
     if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.stopped_by_callback)) {
       response.status = static_cast<int>(code);
+    } else if (rc == CURLE_WRITE_ERROR && t.too_large) {
+      response.transport_error = TransportError::kBodyTooLarge;
+      response.error_message = "the response body is larger than " +
+                               std::to_string(request.max_body_bytes) + " bytes; not read further";
+      response.status = static_cast<int>(code);
+      response.body.clear();
     } else {
       response.transport_error = Classify(rc);
       response.error_message = std::string(curl_easy_strerror(rc));

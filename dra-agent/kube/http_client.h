@@ -34,11 +34,25 @@ struct HttpRequest {
   // When a stop is requested the request is abandoned at once with kCancelled. A request with a
   // token that can stop waits for its data without any periodic wakeup (watch streams).
   std::stop_token cancel;
+  // Bytes of a collected body (a 2xx body without on_body_chunk, or any error body) beyond
+  // which the request is abandoned with kBodyTooLarge; 0 = no limit. A hostile or broken server
+  // cannot make the agent buffer without bound.
+  size_t max_body_bytes = 0;
 };
 
 // What went wrong below HTTP. kConnect means the request never reached the server (safe to
 // retry any verb); kIo means it may have (connection dropped mid-exchange).
-enum class TransportError { kNone, kConnect, kTimeout, kIo, kTls, kCancelled, kOther };
+// kBodyTooLarge: the body passed HttpRequest::max_body_bytes.
+enum class TransportError {
+  kNone,
+  kConnect,
+  kTimeout,
+  kIo,
+  kTls,
+  kCancelled,
+  kBodyTooLarge,
+  kOther
+};
 
 struct HttpResponse {
   TransportError transport_error = TransportError::kNone;

@@ -1,8 +1,9 @@
 #include "dra-agent/kube/json_object.h"
 
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+
+#include "common/untrusted_json.h"
 
 namespace dracpu::kube {
 
@@ -23,12 +24,7 @@ JsonObject& JsonObject::operator=(const JsonObject& other) {
 
 Result<JsonObject> JsonObject::Parse(std::string_view text) {
   JsonObject object;
-  object.doc_->Parse(text.data(), text.size());
-  if (object.doc_->HasParseError()) {
-    return InvalidArgumentError("JSON parse error at offset " +
-                                std::to_string(object.doc_->GetErrorOffset()) + ": " +
-                                rapidjson::GetParseError_En(object.doc_->GetParseError()));
-  }
+  RETURN_IF_ERROR(ParseUntrustedJson(text, *object.doc_));
   return object;
 }
 

@@ -26,7 +26,8 @@ class JsonObject {
   JsonObject& operator=(JsonObject&&) noexcept = default;
   ~JsonObject() = default;
 
-  // Parses one JSON value; INVALID_ARGUMENT naming the offset on a syntax error.
+  // Parses one JSON value by the rules of common/untrusted_json.h (depth, UTF-8, one value);
+  // INVALID_ARGUMENT naming the offset on a syntax error.
   static Result<JsonObject> Parse(std::string_view text);
 
   rapidjson::Document& doc() { return *doc_; }

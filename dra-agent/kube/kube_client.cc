@@ -6,15 +6,12 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "common/log_escape.h"
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/resources.h"
 
 namespace dracpu::kube {
 namespace {
-
-// Watches end on the server at timeoutSeconds; the client allows this much more before it
-// gives up on a silent connection.
-constexpr std::chrono::seconds kWatchTimeoutMargin{30};
 
 std::string Trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -45,15 +42,23 @@ bool Retriable(const HttpResponse& r, bool idempotent) {
 
 }  // namespace
 
-bool JsonStreamSplitter::Next(std::string* value) {
+Result<bool> JsonStreamSplitter::Next(std::string* value) {
   for (; scanned_ < buffer_.size(); ++scanned_) {
     const char c = buffer_[scanned_];
     if (!started_) {
       if (std::isspace(static_cast<unsigned char>(c))) continue;
+      if (c != '{' && c != '[') {
+        return DataLossError("watch stream: a value starts with " +
+                             LogQuote(std::string_view(&c, 1)) + ", not '{' or '['");
+      }
       // Drop the separators so the value starts at buffer_[0].
       buffer_.erase(0, scanned_);
       scanned_ = 0;
       started_ = true;
+    }
+    if (scanned_ >= max_value_bytes_) {
+      return ResourceExhaustedError("watch stream: an event is larger than " +
+                                    std::to_string(max_value_bytes_) + " bytes");
     }
     if (in_string_) {
       if (escape_) {
@@ -78,6 +83,10 @@ bool JsonStreamSplitter::Next(std::string* value) {
         return true;
       }
     }
+  }
+  if (!started_) {  // only separators so far: keep nothing (a stream of blanks stays small)
+    buffer_.clear();
+    scanned_ = 0;
   }
   return false;
 }
@@ -135,6 +144,8 @@ Result<HttpResponse> KubeClient::Do(const Call& call) {
     request.on_body_chunk = call.on_body_chunk;
     request.cancel = call.cancel;
     request.fresh_connection = !call.idempotent;
+    request.max_body_bytes =
+        call.max_body_bytes > 0 ? call.max_body_bytes : options_.max_object_bytes;
     request.headers.emplace_back("Accept", "application/json");
     if (!call.body.empty()) request.headers.emplace_back("Content-Type", "application/json");
     const std::string token = Token(false);
@@ -202,7 +213,12 @@ Result<ObjectList> KubeClient::List(std::string_view collection, const ListOptio
   AddQuery(&path, "fieldSelector", options.field_selector);
   AddQuery(&path, "labelSelector", options.label_selector);
   AddQuery(&path, "resourceVersion", options.resource_version);
-  ASSIGN_OR_RETURN(JsonObject list, Get(path));
+  Call call = MakeCall("GET", path);
+  call.max_body_bytes = options_.max_list_bytes;
+  ASSIGN_OR_RETURN(HttpResponse r, Do(call));
+  Result<JsonObject> parsed = JsonObject::Parse(r.body);
+  if (!parsed.ok()) return parsed.status().WithContext("GET " + path);
+  JsonObject& list = *parsed;
   ObjectList out;
   out.resource_version = list.MetadataString("resourceVersion");
   const rapidjson::Value* items = list.Find("items");
@@ -286,12 +302,18 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
     path += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
   }
 
-  JsonStreamSplitter splitter;
+  JsonStreamSplitter splitter(options_.max_object_bytes);
   Status stream_error;
   auto on_chunk = [&](std::string_view bytes) {
     splitter.Append(bytes);
     std::string text;
-    while (splitter.Next(&text)) {
+    while (true) {
+      Result<bool> next = splitter.Next(&text);
+      if (!next.ok()) {
+        stream_error = next.status().WithContext("watch " + path);
+        return false;
+      }
+      if (!*next) break;
       Result<JsonObject> event = JsonObject::Parse(text);
       if (!event.ok() || !event->doc().IsObject()) {
         stream_error =
@@ -322,7 +344,7 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
         e.type = WatchEventType::kBookmark;
       } else {
         stream_error =
-            DataLossError("watch " + path + ": unknown event type \"" + std::string(type) + "\"");
+            DataLossError("watch " + path + ": unknown event type " + LogQuote(type, 64));
         return false;
       }
       if (!on_event(e)) return false;
@@ -332,7 +354,7 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
   const std::chrono::milliseconds timeout =
       options.timeout_seconds > 0
           ? std::chrono::milliseconds(std::chrono::seconds(options.timeout_seconds) +
-                                      kWatchTimeoutMargin)
+                                      options_.watch_timeout_margin)
           : std::chrono::milliseconds(0);
   Call call = MakeCall("GET", path);
   call.max_attempts = 1;

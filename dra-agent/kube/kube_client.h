@@ -16,7 +16,12 @@
 //   (GET, PUT with resourceVersion, DELETE); POST is retried only when the connection could not be
 //   made or the server answered 429/5xx. A Retry-After header lengthens the delay (never beyond
 //   the policy's max).
-// - Per-request timeout (`request_timeout`); watches last `timeout_seconds` plus a margin.
+// - Per-request timeout (`request_timeout`); watches last `timeout_seconds` plus a margin, so a
+//   server that never ends a stream is cut off.
+// - Size limits: a body over `max_object_bytes` (`max_list_bytes` for a List) or a watch event
+//   over `max_object_bytes` ends the request with RESOURCE_EXHAUSTED, unread; a watch stream
+//   that is not a sequence of JSON objects is DATA_LOSS. JSON is parsed by the rules of
+//   common/untrusted_json.h (depth, valid UTF-8).
 // - Errors as Status, see api_error.h (IsConflict, IsGone, ...).
 // Nothing throws. Thread safety: all methods are safe to call concurrently; a Watch blocks its
 // caller for the stream's lifetime and uses its own connection.
@@ -52,6 +57,13 @@ struct ClientOptions {
   // Sends fieldValidation=Strict on create and update: the server refuses objects with fields it
   // does not know (a typo, or a field of a newer API version) instead of silently dropping them.
   bool strict_field_validation = false;
+  // The API server stores at most 1.5 MiB per object (etcd) and takes request bodies up to
+  // 3 MiB; an answer about one object (or one watch event) that is larger is not one. A List of
+  // this node's slices holds at most a few MiB (docs/security.md).
+  size_t max_object_bytes = 8u << 20;
+  size_t max_list_bytes = 64u << 20;
+  // How long after the server should have ended a watch (timeoutSeconds) the client gives up.
+  std::chrono::milliseconds watch_timeout_margin{30000};
 };
 
 struct ListOptions {
@@ -145,6 +157,7 @@ class KubeClient {
     std::function<bool(std::string_view)> on_body_chunk;
     std::stop_token cancel;
     ApiErrorDetails* error_details = nullptr;  // filled from the last failed attempt
+    size_t max_body_bytes = 0;  // 0 = options_.max_object_bytes
   };
   static Call MakeCall(std::string_view method, std::string_view path, std::string body = "");
   // Sends with auth, retries and backoff; a 2xx response, or the error.
@@ -164,14 +177,20 @@ class KubeClient {
   Clock::TimePoint token_read_at_{};  // guarded by token_mu_
 };
 
-// Splits a byte stream into top-level JSON values (a watch body), without relying on newlines.
+// Splits a byte stream into top-level JSON objects or arrays (a watch body), without relying on
+// newlines. Holds at most one value's bytes (plus the last chunk appended).
 class JsonStreamSplitter {
  public:
+  explicit JsonStreamSplitter(size_t max_value_bytes = 8u << 20)
+      : max_value_bytes_(max_value_bytes) {}
   void Append(std::string_view bytes) { buffer_.append(bytes.data(), bytes.size()); }
-  // The next complete top-level value's text, or false when more bytes are needed.
-  bool Next(std::string* value);
+  // True with the next complete top-level value's text in `*value`, false when more bytes are
+  // needed. DATA_LOSS when a value does not start with '{' or '[' (the stream is not JSON
+  // values), RESOURCE_EXHAUSTED when one passes max_value_bytes; the splitter is then useless.
+  Result<bool> Next(std::string* value);
 
  private:
+  const size_t max_value_bytes_;
   std::string buffer_;
   size_t scanned_ = 0;  // bytes of buffer_ already scanned for the current value
   int depth_ = 0;

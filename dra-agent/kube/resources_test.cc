@@ -121,7 +121,7 @@ TEST(JsonStreamSplitterTest, SplitsValuesAcrossArbitraryChunks) {
     for (size_t i = 0; i < stream.size(); i += chunk) {
       splitter.Append(std::string_view(stream).substr(i, chunk));
       std::string v;
-      while (splitter.Next(&v)) values.push_back(v);
+      while (*splitter.Next(&v)) values.push_back(v);
     }
     ASSERT_EQ(values.size(), 3u) << "chunk " << chunk;
     EXPECT_EQ(values[0], "{\"type\":\"ADDED\",\"object\":{\"a\":\"}{\\\"\"}}");
@@ -133,9 +133,9 @@ TEST(JsonStreamSplitterTest, WaitsForAnIncompleteValue) {
   JsonStreamSplitter splitter;
   splitter.Append("{\"a\":{\"b\":1}");
   std::string v;
-  EXPECT_FALSE(splitter.Next(&v));
+  EXPECT_FALSE(*splitter.Next(&v));
   splitter.Append("}");
-  ASSERT_TRUE(splitter.Next(&v));
+  ASSERT_TRUE(*splitter.Next(&v));
   EXPECT_EQ(v, "{\"a\":{\"b\":1}}");
 }
 

@@ -1,11 +1,16 @@
 #include "dra-agent/kubelet/plugin_paths.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
+
+#include "common/unique_fd.h"
 
 namespace dracpu::dra {
 namespace {
@@ -36,6 +41,16 @@ Status MakeDirs(const std::string& dir) {
   if (::stat(dir.c_str(), &st) != 0) return ErrnoStatus("stat " + dir, errno);
   if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(dir + " exists and is not a directory");
   return Status::Ok();
+}
+
+// Whether a process accepts connections on the unix socket at `path` (ECONNREFUSED: nobody
+// listens, the socket is stale).
+bool SomeoneListens(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());  // CheckSocketLength bounds it
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return fd && ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
 }
 
 }  // namespace
@@ -69,6 +84,17 @@ Status PrepareSocketPath(const std::string& socket_path) {
   }
   if (!S_ISSOCK(st.st_mode)) {
     return FailedPreconditionError(socket_path + " exists and is not a socket; not removing it");
+  }
+  if (st.st_uid != ::geteuid()) {
+    return FailedPreconditionError(socket_path + " is a socket owned by uid " +
+                                   std::to_string(st.st_uid) + ", not by us (uid " +
+                                   std::to_string(::geteuid()) +
+                                   "); not removing it (remove it if it is stale)");
+  }
+  if (SomeoneListens(socket_path)) {
+    return FailedPreconditionError(socket_path +
+                                   " is in use: a process accepts connections on it (another "
+                                   "dra-agent of this node?); not taking it over");
   }
   if (::unlink(socket_path.c_str()) != 0)
     return ErrnoStatus("remove stale socket " + socket_path, errno);

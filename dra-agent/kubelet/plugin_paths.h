@@ -23,7 +23,9 @@ struct PluginPaths {
 Result<PluginPaths> MakePluginPaths(const std::string& kubelet_root_dir);
 
 // Prepares a socket path for bind(): creates its directory (mode 0750 for directories we create),
-// removes a stale socket left by an earlier run. Refuses to remove anything that is not a socket.
+// removes a stale socket left by an earlier run of ours. FAILED_PRECONDITION, removing nothing,
+// when the path is not a socket, is a socket of another user, or is a live socket (a process
+// accepts connections on it: a second agent must not steal the kubelet's endpoint).
 Status PrepareSocketPath(const std::string& socket_path);
 
 }  // namespace dracpu::dra

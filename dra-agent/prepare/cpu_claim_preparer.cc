@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "common/kube_names.h"
+#include "common/log_escape.h"
 #include "dra-agent/allocator/allocator.h"
 #include "dra-agent/cdi/cdi_spec.h"
 
@@ -36,8 +38,11 @@ allocator::AllocatorOptions ToAllocatorOptions(const PlacementPolicy& p, bool st
   return o;
 }
 
+// The kubelet's words for the claim, escaped: this goes into answers and logs before anything
+// has validated it.
 std::string Key(const ClaimRef& ref) {
-  return ref.namespace_name + "/" + ref.name + " (uid " + ref.uid + ")";
+  return LogEscape(ref.namespace_name, 64) + "/" + LogEscape(ref.name) + " (uid " +
+         LogEscape(ref.uid, 64) + ")";
 }
 
 std::vector<int> NumaNodesOf(const CpuTopology& t, const CpuSet& cpus) {
@@ -171,10 +176,11 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
   std::map<std::string, int64_t> consumed;  // per device, over this claim's results
   align_memory = options_.policy.align_memory;
   for (const AllocationResultView* r : results) {
-    const std::string what = "result for request " + r->request + " (device " + r->device + ")";
+    const std::string what =
+        "result for request " + LogEscape(r->request) + " (device " + LogEscape(r->device) + ")";
     if (r->pool != options_.pool_name) {
-      return InvalidArgumentError(what + ": pool " + r->pool + " is not this node's pool " +
-                                  options_.pool_name);
+      return InvalidArgumentError(what + ": pool " + LogEscape(r->pool) +
+                                  " is not this node's pool " + options_.pool_name);
     }
     const CatalogDevice* device = catalog_.Find(r->device);
     if (device == nullptr) {
@@ -279,6 +285,9 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
     out.result = ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()};
     return out;
   };
+  // The kubelet's names go into the API request path and shared memory: Kubernetes' own rules.
+  if (Status s = ValidateDnsLabel(ref.namespace_name, "namespace"); !s.ok()) return fail(s);
+  if (Status s = ValidateDnsSubdomain(ref.name, "ResourceClaim name"); !s.ok()) return fail(s);
 
   auto json = fetch_(ref.namespace_name, ref.name);
   if (!json.ok()) return fail(json.status().WithContext("reading the ResourceClaim"));

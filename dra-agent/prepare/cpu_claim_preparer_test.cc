@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "common/log_escape.h"
 #include "dra-agent/cdi/cdi_spec.h"
 #include "shm-schema/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -15,6 +16,7 @@
 namespace dracpu::dra {
 namespace {
 
+using ::dracpu::IsLogSafe;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -366,6 +368,40 @@ TEST_F(PreparerTest, BadClaimsGetTheirError) {
   }
   EXPECT_THAT(PrepareOne({"ns", "c-unalloc", "unalloc"}).error, HasSubstr("not allocated"));
   EXPECT_THAT(PrepareOne({"ns", "x", "bad/uid"}).error, HasSubstr("other than letters"));
+}
+
+// Claim uids, names and device names that Kubernetes would never allow (path characters,
+// control characters, overlong), from the kubelet's request or the API server's document:
+// refused, answered with printable bounded text, and no file appears anywhere but the CDI dir.
+TEST_F(PreparerTest, HostileNamesNeverReachAFileNameOrALogLineUnescaped) {
+  {
+    std::lock_guard lock(mu_);
+    claims_["ns/bad-device"] = ClaimJson("good-uid", {{"r", "cpudev\\nnuma000\\u001b[2J", "1"}});
+  }
+  const std::vector<ClaimRef> refs = {
+      {"ns", "x", "../../etc/passwd"},
+      {"ns", "x", "abc\ndef"},
+      {"ns", "x", std::string(300, 'u')},
+      {"ns\x1b[2J", "name\nforged: line", "0b1e4a52-7c1d-4d0e-9a4b-1f1e2d3c4b5a"},
+      {"ns", std::string(100000, 'n'), "0b1e4a52-7c1d-4d0e-9a4b-1f1e2d3c4b5b"},
+      {"ns", "bad-device", "good-uid"},
+  };
+  for (const ClaimRef& ref : refs) {
+    const std::string error = PrepareOne(ref).error;
+    SCOPED_TRACE(error);
+    EXPECT_FALSE(error.empty());
+    EXPECT_TRUE(IsLogSafe(error));
+    EXPECT_LT(error.size(), 1000u);
+    EXPECT_TRUE(Held(ref.uid).Empty());
+    EXPECT_TRUE(IsLogSafe(preparer_->Unprepare({ref}).at(ref.uid)));
+  }
+  EXPECT_THAT(PrepareOne(refs[5]).error, HasSubstr("(device cpudev\\x0anuma000\\x1b[2J)"));
+  EXPECT_THAT(cdi_->List()->claims, IsEmpty());
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_.path())) {
+    files.push_back(e.path().filename().string());
+  }
+  EXPECT_THAT(files, ::testing::UnorderedElementsAre("state.shm", "cdi"));
 }
 
 // Within each device's capacity, claims can still reach the floor when the scheduler's view

@@ -1,19 +1,22 @@
 #include "dra-agent/prepare/resource_claim.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include <charconv>
+
+#include "common/log_escape.h"
+#include "common/untrusted_json.h"
 
 namespace dracpu::dra {
 namespace {
 
 using Value = rapidjson::Value;
 
+// `field` may hold keys from the document: escaped, as a hostile key must not forge a log line.
 Status Bad(const std::string& field, const std::string& reason) {
-  return InvalidArgumentError("ResourceClaim field " + field + ": " + reason);
+  return InvalidArgumentError("ResourceClaim field " + LogEscape(field) + ": " + reason);
 }
 
 Result<std::string> StringAt(const Value& obj, const char* key, const std::string& where,
@@ -88,12 +91,7 @@ Status ParsePolicy(const Value& p, const std::string& where, PolicyOverride& out
 
 Result<ResourceClaimView> ParseResourceClaim(std::string_view json) {
   rapidjson::Document doc;
-  doc.Parse(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return InvalidArgumentError(std::string("ResourceClaim is not valid JSON: ") +
-                                rapidjson::GetParseError_En(doc.GetParseError()) + " at offset " +
-                                std::to_string(doc.GetErrorOffset()));
-  }
+  RETURN_IF_ERROR(ParseUntrustedJson(json, doc).WithContext("ResourceClaim"));
   if (!doc.IsObject() || !doc.HasMember("metadata") || !doc["metadata"].IsObject()) {
     return Bad("metadata", "missing");
   }
@@ -162,7 +160,7 @@ Result<ResourceClaimView> ParseResourceClaim(std::string_view json) {
 
 Result<int64_t> ParseWholeCpuQuantity(std::string_view q) {
   auto bad = [&](const std::string& why) {
-    return InvalidArgumentError("CPU quantity \"" + std::string(q) + "\" " + why);
+    return InvalidArgumentError("CPU quantity " + LogQuote(q, 64) + " " + why);
   };
   std::string_view digits = q;
   int64_t divisor = 1;
@@ -198,14 +196,14 @@ Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std
     const std::string where =
         "status.allocation.devices.config[" + std::to_string(i) + "].opaque.parameters";
     rapidjson::Document p;
-    p.Parse(c.parameters.c_str());
-    if (p.HasParseError() || !p.IsObject()) return Bad(where, "not a JSON object");
+    if (!ParseUntrustedJson(c.parameters, p).ok() || !p.IsObject()) {
+      return Bad(where, "not a JSON object");
+    }
     if (!p.HasMember("apiVersion")) return Bad(where + ".apiVersion", "missing (must be v1alpha1)");
     if (!p["apiVersion"].IsString())
       return Bad(where + ".apiVersion", "not a string (must be v1alpha1)");
     if (const std::string_view v = p["apiVersion"].GetString(); v != "v1alpha1") {
-      return Bad(where + ".apiVersion",
-                 "\"" + std::string(v) + "\" is not supported (must be v1alpha1)");
+      return Bad(where + ".apiVersion", LogQuote(v, 64) + " is not supported (must be v1alpha1)");
     }
     for (const auto& m : p.GetObject()) {
       const std::string key = m.name.GetString();

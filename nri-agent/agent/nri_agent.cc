@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/claim_env.h"
+#include "common/log_escape.h"
 
 namespace dracpu::agent {
 namespace {
@@ -19,10 +20,12 @@ int64_t NowNs() {
       .count();
 }
 
-// The request keys of STYLE.md: pod, container and the claims its env names.
+// The request keys of STYLE.md: pod, container and the claims its env names. Every value is
+// the runtime's (and, through the env, the pod author's): escaped, so none forges a log line.
 std::string Keys(const nri::Pod& pod, const nri::Container& c) {
-  std::string out = "pod=" + pod.namespace_name + "/" + pod.name + " pod_uid=" + pod.uid +
-                    " container=" + c.name + " id=" + c.id;
+  std::string out = "pod=" + LogEscape(pod.namespace_name, 64) + "/" + LogEscape(pod.name) +
+                    " pod_uid=" + LogEscape(pod.uid, 64) + " container=" + LogEscape(c.name) +
+                    " id=" + LogEscape(c.id, 128);
   std::string claims;
   for (const std::string& e : c.env) {
     if (e.rfind(kClaimEnvPrefix, 0) != 0) continue;
@@ -31,7 +34,7 @@ std::string Keys(const nri::Pod& pod, const nri::Container& c) {
     claims += e.substr(kClaimEnvPrefix.size(),
                        eq == std::string::npos ? e.npos : eq - kClaimEnvPrefix.size());
   }
-  if (!claims.empty()) out += " claim_uid=" + claims;
+  if (!claims.empty()) out += " claim_uid=" + LogEscape(claims);
   return out;
 }
 
@@ -41,7 +44,7 @@ std::string UpdatesText(const std::vector<nri::CpusetUpdate>& updates) {
   out += " [";
   for (size_t i = 0; i < updates.size() && i < 8; ++i) {
     if (i > 0) out += " ";
-    out += updates[i].container_id + ":" + updates[i].cpuset.cpus;
+    out += LogEscape(updates[i].container_id, 128) + ":" + updates[i].cpuset.cpus;
   }
   if (updates.size() > 8) out += " ...";
   return out + "]";
@@ -448,7 +451,8 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::UpdateContainer(const nri::Pod&
   RecordMovesAfterReply(op);
   if (r.ok() && !r->empty()) {
     LOG(INFO) << "op=" << op << " UpdateContainer " << Keys(pod, container)
-              << " requested=" << requested.cpus << " re-asserted=" << (*r)[0].cpuset.cpus;
+              << " requested=" << LogEscape(requested.cpus)
+              << " re-asserted=" << (*r)[0].cpuset.cpus;
   } else if (!r.ok()) {
     LOG(ERROR) << "op=" << op << " UpdateContainer " << Keys(pod, container)
                << " failed: " << r.status().ToString();

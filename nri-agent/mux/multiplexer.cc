@@ -65,18 +65,29 @@ Status Multiplexer::SendMessage(uint32_t conn_id, std::string_view message) {
     out_.clear();
     out_sent_ = 0;
   }
+  if (pending_write_bytes() + message.size() > kMaxPendingWriteBytes) {
+    const Status stuck = ResourceExhaustedError(
+        "multiplexer: the peer has not read " + std::to_string(pending_write_bytes()) +
+        " queued bytes; closing the trunk rather than queueing more");
+    CloseFromLoop(stuck);
+    return stuck;
+  }
   RETURN_IF_ERROR(AppendMessageFrames(conn_id, message, &out_));
   if (Status flushed = Flush(); !flushed.ok()) {
-    // The error is the trunk's, not this message's. Closed from the loop, not from here: the
-    // close completes pending calls, and a caller in the middle of Send must not see its own
-    // callbacks run.
-    std::weak_ptr<bool> alive = alive_;
-    loop_.AddTimer(std::chrono::nanoseconds(0), [this, alive, flushed]() {
-      if (alive.lock()) Close(flushed);
-    });
+    // The error is the trunk's, not this message's.
+    CloseFromLoop(flushed);
     return UnavailableError("multiplexer: " + flushed.ToString());
   }
   return Status::Ok();
+}
+
+void Multiplexer::CloseFromLoop(const Status& reason) {
+  // Not from here: the close completes pending calls, and a caller in the middle of Send must
+  // not see its own callbacks run.
+  std::weak_ptr<bool> alive = alive_;
+  loop_.AddTimer(std::chrono::nanoseconds(0), [this, alive, reason]() {
+    if (alive.lock()) Close(reason);
+  });
 }
 
 Status Multiplexer::Flush() {

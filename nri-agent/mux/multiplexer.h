@@ -9,6 +9,10 @@
 // whole message as Go's reader needs it (AppendMessageFrames) and queues it; the queue drains
 // as the socket accepts, so Send never blocks the loop.
 //
+// A peer that stops reading cannot make the queue grow without bound: a Send that would queue
+// more than kMaxPendingWriteBytes fails with RESOURCE_EXHAUSTED and closes the trunk (the agent
+// reconnects and resynchronizes; nothing is lost, the state is in shared memory).
+//
 // Closing: on EOF, a socket error, an oversized frame, a receiver's error, or Close(), the
 // trunk is unwatched and closed, every Send fails with UNAVAILABLE, and the close callback runs
 // once with the reason. Neither a receiver nor the close callback may destroy the Multiplexer
@@ -30,6 +34,10 @@
 #include "nri-agent/ttrpc/message_sink.h"
 
 namespace dracpu::mux {
+
+// 16 maximal ttrpc messages: far more than any answer burst (a Synchronize of 1000 containers
+// answers about 100 KiB), far less than memory.
+inline constexpr size_t kMaxPendingWriteBytes = 64u << 20;
 
 class Multiplexer {
  public:
@@ -64,6 +72,7 @@ class Multiplexer {
   class ConnSink;
   Multiplexer(loop::EventLoop& loop, UniqueFd trunk, CloseCallback on_close);
   Status SendMessage(uint32_t conn_id, std::string_view message);
+  void CloseFromLoop(const Status& reason);
   void OnEvents(uint32_t events);
   Status ReadAvailable();
   Status Flush();

@@ -21,6 +21,7 @@ namespace dracpu::mux {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::Pair;
 using namespace std::chrono_literals;
 
@@ -207,6 +208,26 @@ TEST_F(MultiplexerTest, SendNeverBlocksAndTheBacklogDrains) {
                            }),
               IsOk());
   EXPECT_EQ(frames, 32u);
+}
+
+// A peer that never reads: the queue stops at kMaxPendingWriteBytes, that Send fails, and the
+// trunk closes with the reason on the next loop turn (the agent then reconnects).
+TEST_F(MultiplexerTest, PeerThatNeverReadsClosesTheTrunkInsteadOfGrowingTheQueue) {
+  const std::string message(1 << 20, 'q');
+  Status last;
+  int sent = 0;
+  while (sent < 100) {
+    last = mux_->Sink(1).Send(message);
+    if (!last.ok()) break;
+    ++sent;
+  }
+  EXPECT_THAT(last, StatusIs(StatusCode::kResourceExhausted, HasSubstr("has not read")));
+  EXPECT_GE(sent, 60);
+  EXPECT_LE(mux_->pending_write_bytes(), kMaxPendingWriteBytes);
+  Settle();
+  ASSERT_TRUE(closed_.has_value());
+  EXPECT_THAT(*closed_, StatusIs(StatusCode::kResourceExhausted));
+  EXPECT_THAT(mux_->Sink(1).Send("x"), StatusIs(StatusCode::kUnavailable));
 }
 
 TEST_F(MultiplexerTest, ConnectionZeroIsReserved) {

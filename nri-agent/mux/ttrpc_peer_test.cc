@@ -234,6 +234,75 @@ TEST_F(TtrpcPeerTest, PeerSendingOverFourMiBGetsResourceExhaustedAndTheConnectio
   EXPECT_EQ(second->payload, "small");
 }
 
+// A hostile or broken runtime on a raw trunk: one request trickled a byte per mux frame over
+// many loop turns with an answer to a call never made interleaved on the other connection, then
+// a request, a request re-using its stream id, and another. Each request gets its own answer in
+// order, the stray answer none, and the connection keeps serving.
+TEST_F(TtrpcPeerTest, SlowOutOfOrderAndStrayFramesAreEachAnsweredAndTheConnectionSurvives) {
+  auto [a, raw] = SocketPair();
+  std::optional<Status> closed;
+  auto plugin = TtrpcPeer::ForPlugin(*loop_, std::move(a), [&](const Status& s) { closed = s; });
+  ASSERT_THAT(plugin, IsOk());
+  (*plugin)->server().Register(
+      kPlugin, "Echo",
+      [](const ttrpc::CallInfo&, std::string p, ttrpc::Responder done) { done(std::move(p)); });
+  auto request = [](uint32_t stream, const std::string& payload) {
+    ttrpc::Request r;
+    r.service = kPlugin;
+    r.method = "Echo";
+    r.payload = payload;
+    return *ttrpc::EncodeFrame(stream, ttrpc::MessageType::kRequest, 0, ttrpc::EncodeRequest(r));
+  };
+  auto on_conn = [](uint32_t conn, std::string_view message) {
+    std::string wire;
+    EXPECT_THAT(AppendMessageFrames(conn, message, &wire), IsOk());
+    return wire;
+  };
+  ::fcntl(raw.get(), F_SETFL, ::fcntl(raw.get(), F_GETFL) | O_NONBLOCK);
+  FrameDecoder mux_decoder;
+  ttrpc::FrameDecoder ttrpc_decoder;
+  std::vector<ttrpc::Frame> answers;
+  auto turn = [&](std::string_view bytes) {
+    ASSERT_EQ(::write(raw.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    ASSERT_THAT(loop_->RunOnce(0ms), IsOk());
+    char buf[4096];
+    const ssize_t r = ::read(raw.get(), buf, sizeof(buf));
+    if (r <= 0) return;
+    ASSERT_THAT(mux_decoder.Feed(
+                    std::string_view(buf, static_cast<size_t>(r)),
+                    [&](uint32_t, std::string_view p) { return ttrpc_decoder.Feed(p, &answers); }),
+                IsOk());
+  };
+  const std::string slow = request(1, "slow");
+  const std::string stray =
+      *ttrpc::EncodeFrame(99, ttrpc::MessageType::kResponse, 0,
+                          ttrpc::EncodeResponse(ttrpc::Response{Status::Ok(), "?"}));
+  for (size_t i = 0; i < slow.size(); ++i) {
+    turn(on_conn(kPluginServiceConn, slow.substr(i, 1)));
+    if (i == slow.size() / 2) turn(on_conn(kRuntimeServiceConn, stray));
+  }
+  turn(on_conn(kPluginServiceConn, request(3, "next")));
+  turn(on_conn(kPluginServiceConn, request(3, "re-used id")));
+  turn(on_conn(kPluginServiceConn, request(7, "still serving")));
+  for (int i = 0; i < 100 && answers.size() < 4; ++i) turn("");
+  EXPECT_FALSE(closed.has_value());
+  ASSERT_EQ(answers.size(), 4u);
+  std::vector<std::pair<uint32_t, std::string>> got;
+  for (const ttrpc::Frame& f : answers) {
+    auto response = ttrpc::DecodeResponse(f.data);
+    ASSERT_THAT(response, IsOk());
+    got.emplace_back(f.header.stream_id,
+                     response->status.ok() ? response->payload : response->status.ToString());
+  }
+  EXPECT_THAT(got, ElementsAre(std::pair<uint32_t, std::string>(1, "slow"),
+                               std::pair<uint32_t, std::string>(3, "next"),
+                               std::pair<uint32_t, std::string>(
+                                   3,
+                                   "INVALID_ARGUMENT: StreamID cannot be re-used and must "
+                                   "increment"),
+                               std::pair<uint32_t, std::string>(7, "still serving")));
+}
+
 TEST_F(TtrpcPeerTest, UnansweredCallTimesOut) {
   runtime_->server().Register(kRuntime, "Never",
                               [](const ttrpc::CallInfo&, std::string, ttrpc::Responder) {});

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/claim_env.h"
+#include "common/log_escape.h"
 #include "shm-schema/records.h"
 
 namespace dracpu::policy {
@@ -17,11 +18,17 @@ std::string ListOf(const std::vector<int>& nodes) {
 }
 
 // "ns/pod/container (id)" for messages.
+// The runtime's names, escaped: they go back to the runtime and into our log.
+std::string Describe(std::string_view ns, std::string_view pod, std::string_view name,
+                     std::string_view id) {
+  return LogEscape(ns, 64) + "/" + LogEscape(pod) + "/" + LogEscape(name) + " (" +
+         LogEscape(id, 128) + ")";
+}
 std::string Describe(const nri::Pod& pod, const nri::Container& c) {
-  return pod.namespace_name + "/" + pod.name + "/" + c.name + " (" + c.id + ")";
+  return Describe(pod.namespace_name, pod.name, c.name, c.id);
 }
 std::string Describe(const TrackedContainer& t) {
-  return t.pod_namespace + "/" + t.pod_name + "/" + t.name + " (" + t.id + ")";
+  return Describe(t.pod_namespace, t.pod_name, t.name, t.id);
 }
 
 // The runtime's cpuset text as a set; nullopt when it does not parse (then it differs from
