@@ -11,7 +11,7 @@ DEB_PACKAGES := g++ meson ninja-build pkg-config python3 python3-yaml \
   libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test asan bench demo soak e2e-real format format-check tidy clean
+.PHONY: all deps build test asan fuzz bench demo soak e2e-real format format-check tidy clean
 
 all: build
 
@@ -47,6 +47,26 @@ asan: deps $(ASAN_BUILD)/build.ninja
 	@rm -f $(ASAN_BUILD)/meson-logs/testlog.junit.xml
 	@meson test -C $(ASAN_BUILD) --print-errorlogs --num-processes 2 --timeout-multiplier 3; rc=$$?; \
 	  python3 tests/junit_summary.py $(ASAN_BUILD)/meson-logs/testlog.junit.xml; exit $$rc
+
+# libFuzzer targets (tests/fuzz, docs/security.md): clang with ASan + UBSan in its own build
+# directory, building only the fuzzers and what they link; each runs FUZZ_SECONDS (FUZZ_JOBS at
+# a time) and the table gives executions, coverage and crashes. Fails on any crash, leak,
+# timeout or sanitizer report, and names the input to keep in tests/fuzz/regressions/.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= 1
+FUZZ_ONLY ?=
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang CXX=clang++ meson setup $(FUZZ_BUILD) -Dfuzzing=true -Dtests=false -Dbenchmarks=false \
+	  -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized $(MESON_FLAGS)
+
+fuzz: deps
+	@$(MAKE) --no-print-directory DEB_PACKAGES="$(FUZZ_PACKAGES)" deps
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) fuzzers
+	python3 tests/fuzz/run_fuzz.py $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS) \
+	  $(if $(FUZZ_ONLY),--only $(FUZZ_ONLY))
 
 # Benchmarks (Google Benchmark), each printing ratios against a baseline measured in the same run.
 bench: build
@@ -100,4 +120,4 @@ tidy: build
 	  rc=$${PIPESTATUS[0]}; [ $$rc = 0 ] && echo "tidy: $(words $(TIDY_SOURCES)) files clean"; exit $$rc
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

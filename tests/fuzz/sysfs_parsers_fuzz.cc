@@ -1,20 +1,14 @@
 #include "tests/fuzz/sysfs_parsers_fuzz.h"
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "common/cpu_set.h"
 #include "common/sysfs_attribute.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace dracpu::fuzz {
 namespace {
-
-[[noreturn]] void Broken(const char* what, std::string_view input) {
-  std::fprintf(stderr, "fuzz contract broken: %s on %zu-byte input\n", what, input.size());
-  std::abort();
-}
 
 template <typename T>
 void CheckError(const Result<T>& result, std::string_view input) {

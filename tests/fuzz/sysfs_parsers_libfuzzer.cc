@@ -1,4 +1,6 @@
-// libFuzzer entry point (built only when the compiler is clang; see tests/fuzz/meson.build).
+// Fuzz target sysfs_parsers: one input through every text parser of topology discovery (the
+// CPU list and mask parsers and the sysfs attribute parsers); see sysfs_parsers_fuzz.h for the
+// contracts. The seeded gtest driver sysfs_parsers_fuzz_test.cc runs the same function.
 #include <cstddef>
 #include <cstdint>
 
