@@ -14,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   constexpr std::string_view kSource = "/var/run/cdi/fuzz.json";
   Result<ClaimEnv> claim = dra::ParseCdiSpec(input, kSource);
   if (!claim.ok()) {
-    Check(claim.status().code() == StatusCode::kInvalidArgument, "a refusal is not INVALID_ARGUMENT",
-          input);
+    Check(claim.status().code() == StatusCode::kInvalidArgument,
+          "a refusal is not INVALID_ARGUMENT", input);
     Check(claim.status().message().rfind("CDI spec " + std::string(kSource) + ": ", 0) == 0,
           "a refusal does not name the file", input);
     Check(IsLogSafe(claim.status().message()), "a refusal carries unescaped bytes", input);

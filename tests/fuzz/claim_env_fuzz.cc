@@ -32,10 +32,11 @@ void CheckEntry(std::string_view entry, std::string_view input) {
   const ClaimEnv& env = **parsed;
   Check(ValidateClaimUid(env.claim_uid).ok(), "an accepted uid is not valid", input);
   Check(!env.cpus.Empty(), "an accepted entry names no CPUs", input);
-  Check(entry.substr(0, ClaimEnvName(env.claim_uid).size() + 1) ==
-            ClaimEnvName(env.claim_uid) + "=",
-        "the accepted uid is not the variable's", input);
-  Result<std::optional<ClaimEnv>> again = ParseClaimEnvEntry(ClaimEnvEntry(env.claim_uid, env.cpus));
+  Check(
+      entry.substr(0, ClaimEnvName(env.claim_uid).size() + 1) == ClaimEnvName(env.claim_uid) + "=",
+      "the accepted uid is not the variable's", input);
+  Result<std::optional<ClaimEnv>> again =
+      ParseClaimEnvEntry(ClaimEnvEntry(env.claim_uid, env.cpus));
   Check(again.ok() && again->has_value() && (*again)->claim_uid == env.claim_uid &&
             (*again)->cpus == env.cpus,
         "render and parse do not round-trip", input);

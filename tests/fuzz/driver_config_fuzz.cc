@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string defaults = DriverConfigToYaml(config);
   Status parsed = ParseDriverConfig(input, kSource, config);
   if (!parsed.ok()) {
-    Check(parsed.code() == StatusCode::kInvalidArgument, "a refusal is not INVALID_ARGUMENT", input);
+    Check(parsed.code() == StatusCode::kInvalidArgument, "a refusal is not INVALID_ARGUMENT",
+          input);
     Check(DriverConfigToYaml(config) == defaults, "a refused file changed the config", input);
     const std::string& message = parsed.message();
     for (size_t start = 0; start < message.size();) {

@@ -18,8 +18,8 @@ class MemoryFileSystem : public FileSystem {
     auto it = files_.find(Key(path));
     if (it == files_.end()) return NotFoundError("open " + HostPath(path) + ": no such file");
     if (it->second.size() > max_size) {
-      return ResourceExhaustedError(HostPath(path) + " is larger than " +
-                                    std::to_string(max_size) + " bytes");
+      return ResourceExhaustedError(HostPath(path) + " is larger than " + std::to_string(max_size) +
+                                    " bytes");
     }
     return it->second;
   }

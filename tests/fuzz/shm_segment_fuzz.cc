@@ -120,9 +120,8 @@ class SegmentFixture {
 std::string Edited(std::string_view edits, bool fix_checksums) {
   std::string file = SegmentFixture::Get().valid();
   while (edits.size() >= 3) {
-    const size_t offset =
-        (static_cast<uint8_t>(edits[0]) << 8 | static_cast<uint8_t>(edits[1])) * file.size() /
-        65536;
+    const size_t offset = (static_cast<uint8_t>(edits[0]) << 8 | static_cast<uint8_t>(edits[1])) *
+                          file.size() / 65536;
     const size_t len = std::min<size_t>(static_cast<uint8_t>(edits[2]), edits.size() - 3);
     for (size_t i = 0; i < len && offset + i < file.size(); ++i) file[offset + i] = edits[3 + i];
     edits.remove_prefix(3 + len);

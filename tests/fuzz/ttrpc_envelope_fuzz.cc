@@ -17,8 +17,8 @@ bool SameRequest(const ttrpc::Request& a, const ttrpc::Request& b) {
 void CheckRequest(std::string_view bytes, std::string_view input) {
   Result<ttrpc::Request> r = ttrpc::DecodeRequest(bytes);
   if (!r.ok()) {
-    Check(r.status().code() == StatusCode::kInvalidArgument, "a bad request is not INVALID_ARGUMENT",
-          input);
+    Check(r.status().code() == StatusCode::kInvalidArgument,
+          "a bad request is not INVALID_ARGUMENT", input);
     return;
   }
   const std::string encoded = ttrpc::EncodeRequest(*r);
