@@ -107,8 +107,9 @@ TEST_F(KubeClientSimTest, VersionAndNode) {
   EXPECT_EQ(node->Uid(), uid);
   EXPECT_THAT(
       client->Get(kube::NodePath("nope")),
-      StatusIs(StatusCode::kNotFound,
-               HasSubstr("GET /api/v1/nodes/nope: HTTP 404 NotFound: nodes \"nope\" not found")));
+      StatusIs(
+          StatusCode::kNotFound,
+          HasSubstr("GET /api/v1/nodes/nope: HTTP 404 NotFound: nodes \\x22nope\\x22 not found")));
 }
 
 TEST_F(KubeClientSimTest, ResourceSliceCrud) {
@@ -169,7 +170,8 @@ TEST_F(KubeClientSimTest, StrictFieldValidationRefusesUnknownFields) {
       client->Create(kResourceSlicesPath, slice),
       StatusIs(
           StatusCode::kInvalidArgument,
-          HasSubstr("HTTP 400 BadRequest: strict decoding error: unknown field \"spec.poolz\"")));
+          HasSubstr(
+              "HTTP 400 BadRequest: strict decoding error: unknown field \\x22spec.poolz\\x22")));
   // Without it the server drops the field and warns.
   Result<JsonObject> created = NewClient()->Create(kResourceSlicesPath, slice);
   ASSERT_THAT(created, IsOk());
