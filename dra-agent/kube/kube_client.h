@@ -157,7 +157,7 @@ class KubeClient {
     std::function<bool(std::string_view)> on_body_chunk;
     std::stop_token cancel;
     ApiErrorDetails* error_details = nullptr;  // filled from the last failed attempt
-    size_t max_body_bytes = 0;  // 0 = options_.max_object_bytes
+    size_t max_body_bytes = 0;                 // 0 = options_.max_object_bytes
   };
   static Call MakeCall(std::string_view method, std::string_view path, std::string body = "");
   // Sends with auth, retries and backoff; a 2xx response, or the error.
