@@ -328,6 +328,18 @@ class Cri:
     def version(self):
         return self.call("Version", self.pb.VersionRequest()).runtime_version
 
+    def serving(self):
+        """True once CRI answers. After a containerd restart the channel's first calls can fail
+        with UNAVAILABLE (a broken pipe on the old connection) until it reconnects; the kubelet
+        waits for the runtime's status the same way."""
+        try:
+            self.version()
+            return True
+        except self.grpc.RpcError as e:
+            if e.code() == self.grpc.StatusCode.UNAVAILABLE:
+                return False
+            raise
+
     def run_pod(self, name):
         pb = self.pb
         uid = "uid-" + name
@@ -540,6 +552,7 @@ class Suite:
         pids = {n: self.cri.pid(cid) for n, cid in self.c.items()}
         self.containerd.stop()
         self.containerd.start()
+        self.node.wait_for(self.cri.serving, "CRI to answer again", timeout=60)
         self.node.wait_for(lambda: self.node._http_status(self.node.nri_http + "/readyz") == 200,
                            "the nri-agent to reconnect", timeout=60)
         self.check({n: self.cri.pid(cid) for n, cid in self.c.items()} == pids,
