@@ -13,6 +13,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/file_system.h"
@@ -192,9 +193,11 @@ int main(int argc, char** argv) {
     PrintUsage(std::cout, parser.Usage());
     return dracpu::dra::kExitOk;
   }
-  if (!args.empty() && args[0].rfind('-', 0) != 0) {
+  // --version is the version subcommand, the flag the nri-agent and dracpu-shm take too.
+  const bool version_flag = !args.empty() && args[0] == "--version";
+  if (!args.empty() && (version_flag || args[0].rfind('-', 0) != 0)) {
     for (const Subcommand& s : kSubcommands) {
-      if (args[0] == s.name) {
+      if (args[0] == s.name || (version_flag && std::string_view(s.name) == "version")) {
         return s.run(std::vector<std::string>(args.begin() + 1, args.end()),
                      {std::cin, std::cout, std::cerr});
       }

@@ -25,6 +25,7 @@
 
 #include "common/file_system.h"
 #include "common/topology_discovery.h"
+#include "dracpu_version.h"
 #include "shm-schema/dump.h"
 #include "shm-schema/map_svg.h"
 #include "shm-schema/map_text.h"
@@ -41,6 +42,7 @@ constexpr std::string_view kUsage =
     "                      [--width N] [--color auto|always|never] [--ascii] [--output FILE]\n"
     "                      [--watch [--count N]] [--path P]\n"
     "       dracpu-shm verify [--path P]\n"
+    "       dracpu-shm --version\n"
     "\n"
     "Reads the dracpu shared-memory segment through a read-only mapping (never locks it).\n"
     "  dump     agents and their liveness, CPUs (allocatable, reserved, shared pool), claims,\n"
@@ -357,6 +359,10 @@ int Main(int argc, char** argv) {
   args.command = argv[1];
   if (args.command == "--help" || args.command == "-h" || args.command == "help") {
     std::fputs(std::string(kUsage).c_str(), stdout);
+    return 0;
+  }
+  if (args.command == "--version" || args.command == "version") {
+    std::fputs("dracpu-shm " DRACPU_VERSION "\n", stdout);
     return 0;
   }
   if (args.command != "dump" && args.command != "verify" && args.command != "map") {
