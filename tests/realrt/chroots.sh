@@ -24,70 +24,26 @@ MAX_AGE_DAYS=${DRACPU_REALRT_MAX_AGE_DAYS:-30}
 PACKAGES="containerd runc busybox-static ca-certificates"
 # Bump when what goes into a chroot changes: every cached chroot is then rebuilt.
 RECIPE="v1 minbase $PACKAGES"
-APT_OPTS=(-o Acquire::Check-Valid-Until=false -o APT::Install-Recommends=false -q)
-
-log() { echo "realrt chroots: $*" >&2; }
-die() { echo "realrt chroots: ERROR: $*" >&2; exit 1; }
+DC_NAME="realrt chroots" DC_MIRROR=$MIRROR DC_MAX_AGE_DAYS=$MAX_AGE_DAYS
+# shellcheck source=../debian_chroot.sh
+. "$(dirname "$0")/../debian_chroot.sh"
+log() { dc_log "$@"; }
+die() { dc_die "$@"; }
 
 [ "$(id -u)" = 0 ] || die "needs root (debootstrap, chroot, mounts)"
 command -v debootstrap >/dev/null || die "debootstrap is not installed (make e2e-real installs it)"
 mkdir -p "$CACHE"
 
-reach_mirror() {
-  local suite=$1
-  if ! timeout 20 python3 - "$MIRROR/dists/$suite/Release" <<'PY' >/dev/null 2>&1; then
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1], timeout=15).read(64)
-PY
-    die "cannot reach Debian's mirror $MIRROR (dists/$suite/Release): the real-runtime suite \
-needs it to build its $suite chroot in $CACHE (set DRACPU_REALRT_MIRROR to another Debian mirror)"
-  fi
-}
-
-# Unmounts anything left mounted under $1 (a run that was killed), deepest first.
-unmount_under() {
-  local dir
-  dir=$(readlink -f "$1")
-  awk -v d="$dir" '$5 == d || index($5, d "/") == 1 {print $5}' /proc/self/mountinfo |
-    sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-}
-
 fresh() {
-  local suite=$1 dir=$CACHE/$1 stamp=$CACHE/$1.ready
-  [ -f "$stamp" ] && [ -x "$dir/usr/bin/containerd" ] || return 1
-  [ "$(sed -n 1p "$stamp")" = "$RECIPE" ] || { log "$suite: recipe changed"; return 1; }
-  if [ -n "$(find "$stamp" -mtime +"$MAX_AGE_DAYS")" ]; then
-    log "$suite: older than $MAX_AGE_DAYS days"
-    return 1
-  fi
-  chroot "$dir" /usr/bin/containerd --version >/dev/null 2>&1 || { log "$suite: containerd does not run"; return 1; }
+  dc_fresh "$1" "$CACHE/$1" "$CACHE/$1.ready" "$RECIPE" /usr/bin/containerd --version
 }
 
 build() {
-  local suite=$1 dir=$CACHE/$1 stamp=$CACHE/$1.ready start=$SECONDS
-  reach_mirror "$suite"
-  log "$suite: building in $dir (debootstrap from $MIRROR; takes minutes)"
-  rm -f "$stamp"
-  unmount_under "$dir"
-  rm -rf "$dir" "$dir.tmp"
-  debootstrap --variant=minbase "$suite" "$dir.tmp" "$MIRROR" >"$CACHE/$suite.debootstrap.log" 2>&1 ||
-    die "$suite: debootstrap failed (log: $CACHE/$suite.debootstrap.log)"
-  # No daemon may start inside the chroot while packages are installed.
-  printf '#!/bin/sh\nexit 101\n' >"$dir.tmp/usr/sbin/policy-rc.d"
-  chmod +x "$dir.tmp/usr/sbin/policy-rc.d"
-  chroot "$dir.tmp" apt-get "${APT_OPTS[@]}" update >>"$CACHE/$suite.debootstrap.log" 2>&1 ||
-    die "$suite: apt-get update in the chroot failed (log: $CACHE/$suite.debootstrap.log)"
-  # shellcheck disable=SC2086
-  DEBIAN_FRONTEND=noninteractive chroot "$dir.tmp" apt-get "${APT_OPTS[@]}" install -y $PACKAGES \
-    >>"$CACHE/$suite.debootstrap.log" 2>&1 ||
-    die "$suite: installing $PACKAGES failed (log: $CACHE/$suite.debootstrap.log)"
-  chroot "$dir.tmp" apt-get clean
-  mv "$dir.tmp" "$dir"
-  {
-    echo "$RECIPE"
-    chroot "$dir" dpkg-query -W -f='${Package} ${Version}\n' containerd runc busybox-static
-  } >"$stamp"
-  log "$suite: ready in $((SECONDS - start)) s"
+  local suite=$1
+  dc_reach_mirror "$suite" "the real-runtime suite needs it to build its $suite chroot in $CACHE \
+(set DRACPU_REALRT_MIRROR to another Debian mirror)"
+  dc_build "$suite" "$suite" "$CACHE/$suite" "$CACHE/$suite.ready" "$RECIPE" "$PACKAGES" \
+    "containerd runc busybox-static"
 }
 
 # CRI's api.proto from sid's golang-k8s-cri-api-dev, unpacked next to the chroots.
