@@ -121,3 +121,21 @@ tidy: build
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+
+# The image (deploy/image, docs/operations.md "Image"): the three binaries of the normal build,
+# on a Debian 12 base that deploy/image/base.sh makes with debootstrap from Debian's mirror
+# (cached in $DRACPU_IMAGE_CACHE, default /var/cache/dracpu-image) with exactly the Debian
+# packages of the libraries they link; built with buildah (root, chroot isolation), checked
+# inside (--version, ldd, gatherinfo), tagged with the chart's default image reference
+# (localhost/dracpu:<appVersion>), its size printed. IMAGE=<ref> tags another name;
+# IMAGE_BASE=<registry image> uses a registry's Debian 12 instead of debootstrap;
+# IMAGE_ALLOW_SUBSET=1 (.ci/run) runs the documented subset where buildah cannot run.
+# `image-context` only makes build/image-context, for docker or podman (see the Dockerfile).
+IMAGE_PACKAGES := buildah debootstrap
+.PHONY: image image-context
+image: build
+	@$(MAKE) --no-print-directory DEB_PACKAGES="$(IMAGE_PACKAGES)" deps
+	@IMAGE="$(IMAGE)" IMAGE_BASE="$(IMAGE_BASE)" IMAGE_ALLOW_SUBSET="$(IMAGE_ALLOW_SUBSET)" \
+	  deploy/image/build.sh $(BUILD)
+image-context: build
+	@deploy/image/build.sh $(BUILD) --context-only

@@ -438,6 +438,18 @@ class DeployTest(unittest.TestCase):
         text = "---\n".join(t for _, t in render.render_chart(values_override=copy.deepcopy(override)))
         return [o for o in yaml.safe_load_all(text) if o]
 
+    def test_default_image_is_what_make_image_tags(self):
+        # deploy/image/build.sh tags localhost/dracpu:v<dracpu-dra-agent --version> (and checks
+        # this same equality before it builds); the plain manifests are the same defaults.
+        out = subprocess.run([AGENT, "--version"], capture_output=True, text=True, check=True).stdout
+        tag = "localhost/dracpu:v" + out.split()[-1]
+        for objs in (self.render_objs({}), load_all(os.path.join(HERE, "manifests", "dracpu.yaml"))):
+            ds = next(o for o in objs if o["kind"] == "DaemonSet")
+            images = [c["image"] for c in ds["spec"]["template"]["spec"]["containers"]]
+            self.assertEqual(images, [tag, tag])
+        with open(os.path.join(HERE, "image", "build.sh")) as f:
+            self.assertIn("default_tag=localhost/dracpu:v$version", f.read())
+
     def test_values_reach_the_right_places(self):
         with open(os.path.join(HERE, "examples", "values-reference.yaml")) as f:
             objs = self.render_objs(yaml.safe_load(f))
