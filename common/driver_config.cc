@@ -1,7 +1,5 @@
 #include "common/driver_config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -10,6 +8,8 @@
 #include <set>
 #include <sstream>
 #include <vector>
+
+#include "common/yaml_tree.h"
 
 namespace dracpu {
 namespace {
@@ -28,10 +28,6 @@ constexpr EnumName<SharedPoolUpdates> kSharedPoolUpdates[] = {
     {SharedPoolUpdates::kAuto, "auto"},
     {SharedPoolUpdates::kAlways, "always"},
     {SharedPoolUpdates::kNever, "never"}};
-constexpr EnumName<CoreTypePreference> kCoreTypes[] = {
-    {CoreTypePreference::kPerformance, "performance"},
-    {CoreTypePreference::kEfficiency, "efficiency"},
-    {CoreTypePreference::kAny, "any"}};
 
 template <typename Enum, size_t N>
 std::string_view NameOf(const EnumName<Enum> (&table)[N], Enum value) {
@@ -58,13 +54,6 @@ using Setter = std::function<Status(std::string_view value, DriverConfig& config
 Setter BoolSetter(bool DriverConfig::*field) {
   return [field](std::string_view v, DriverConfig& c) {
     ASSIGN_OR_RETURN(c.*field, ParseBool(v));
-    return Status::Ok();
-  };
-}
-
-Setter PolicyBoolSetter(bool PlacementPolicy::*field) {
-  return [field](std::string_view v, DriverConfig& c) {
-    ASSIGN_OR_RETURN(c.policy.*field, ParseBool(v));
     return Status::Ok();
   };
 }
@@ -100,6 +89,7 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
        }},
       {"hostnameOverride", StringSetter(&DriverConfig::hostname_override)},
       {"kubeconfig", StringSetter(&DriverConfig::kubeconfig)},
+      {"sysfsOverlay", StringSetter(&DriverConfig::sysfs_overlay)},
       {"publishNodeAllocatableResourceMapping",
        BoolSetter(&DriverConfig::publish_node_allocatable_resource_mapping)},
       {"strictCPUReservation", BoolSetter(&DriverConfig::strict_cpu_reservation)},
@@ -119,19 +109,6 @@ const std::map<std::string, Setter, std::less<>>& Setters() {
          ASSIGN_OR_RETURN(c.shared_pool_updates, ParseSharedPoolUpdates(v));
          return Status::Ok();
        }},
-      {"fullPCPUsOnly", PolicyBoolSetter(&PlacementPolicy::full_pcpus_only)},
-      {"distributeCPUsAcrossNUMA", PolicyBoolSetter(&PlacementPolicy::distribute_cpus_across_numa)},
-      {"alignBySocket", PolicyBoolSetter(&PlacementPolicy::align_by_socket)},
-      {"preferAlignCPUsByUncoreCache",
-       PolicyBoolSetter(&PlacementPolicy::prefer_align_cpus_by_uncorecache)},
-      {"distributeCPUsAcrossCores",
-       PolicyBoolSetter(&PlacementPolicy::distribute_cpus_across_cores)},
-      {"coreType",
-       [](std::string_view v, DriverConfig& c) {
-         ASSIGN_OR_RETURN(c.policy.core_type, ParseCoreTypePreference(v));
-         return Status::Ok();
-       }},
-      {"alignMemory", PolicyBoolSetter(&PlacementPolicy::align_memory)},
   };
   return *setters;
 }
@@ -142,7 +119,6 @@ const std::map<std::string, std::string, std::less<>>& RefusedKeys() {
       {"bindAddress", "is a flag only (--bind-address)"},
       {"exposePCIeRoots", "is a flag only (--expose-pcie-roots)"},
       {"kubeletRootDir", "is a flag only (--kubelet-root-dir)"},
-      {"sysfsOverlay", "is not supported by dracpu: point --sysfs-root at a prepared tree instead"},
   };
   return *refused;
 }
@@ -160,6 +136,9 @@ std::string SameKeyOtherCase(std::string_view key) {
   for (const auto& [known, setter] : Setters()) {
     if (Lower(known) == lower) return known;
   }
+  for (std::string_view known : PolicyParser::CanonicalKeys()) {
+    if (Lower(known) == lower) return std::string(known);
+  }
   return "";
 }
 
@@ -175,7 +154,6 @@ std::string_view GroupByName(GroupBy g) { return NameOf(kGroupBys, g); }
 std::string_view SharedPoolUpdatesName(SharedPoolUpdates u) {
   return NameOf(kSharedPoolUpdates, u);
 }
-std::string_view CoreTypePreferenceName(CoreTypePreference p) { return NameOf(kCoreTypes, p); }
 Result<CpuDeviceMode> ParseCpuDeviceMode(std::string_view t) {
   return ParseEnum(kCpuDeviceModes, t);
 }
@@ -183,40 +161,24 @@ Result<GroupBy> ParseGroupBy(std::string_view t) { return ParseEnum(kGroupBys, t
 Result<SharedPoolUpdates> ParseSharedPoolUpdates(std::string_view t) {
   return ParseEnum(kSharedPoolUpdates, t);
 }
-Result<CoreTypePreference> ParseCoreTypePreference(std::string_view t) {
-  return ParseEnum(kCoreTypes, t);
-}
-
-Result<bool> ParseBool(std::string_view text) {
-  if (text == "true") return true;
-  if (text == "false") return false;
-  return InvalidArgumentError("\"" + std::string(text) + "\" is not true or false");
-}
 
 Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
                          DriverConfig& config) {
-  // yaml-cpp reports errors by throwing; this function is its only caller in dracpu.
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(std::string(source) + ":" + std::to_string(e.mark.line + 1) +
-                                ": not valid YAML: " + e.msg);
+  Result<YamlNode> root = ParseYaml(yaml_text);
+  if (!root.ok()) {
+    return InvalidArgumentError(std::string(source) +
+                                ": not valid YAML: " + root.status().message());
   }
-  if (root.IsNull()) return Status::Ok();  // an empty file keeps the defaults
-  if (!root.IsMap()) {
+  if (root->kind == YamlNode::Kind::kNull) return Status::Ok();  // an empty file keeps defaults
+  if (root->kind != YamlNode::Kind::kMap) {
     return InvalidArgumentError(std::string(source) + ": must be a flat mapping of keys to values");
   }
   DriverConfig updated = config;
   std::vector<Problem> problems;
   std::set<std::string> seen;
-  for (const auto& entry : root) {
-    const int line = entry.first.Mark().line + 1;
-    if (!entry.first.IsScalar()) {
-      problems.push_back({line, "keys must be plain strings"});
-      continue;
-    }
-    const std::string key = entry.first.Scalar();
+  PolicyParser policy;
+  for (const auto& [key, value] : root->map) {
+    const int line = value.line;
     auto problem = [&](const std::string& reason) {
       problems.push_back({line, "key \"" + key + "\": " + reason});
     };
@@ -229,22 +191,28 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
       continue;
     }
     auto setter = Setters().find(key);
-    if (setter == Setters().end()) {
+    const bool policy_key = PolicyParser::IsKey(key);
+    if (setter == Setters().end() && !policy_key) {
       const std::string other_case = SameKeyOtherCase(key);
       problem(other_case.empty()
                   ? "unknown key"
                   : "unknown key (keys are case-sensitive: did you mean \"" + other_case + "\"?)");
       continue;
     }
-    if (!entry.second.IsScalar()) {
-      problem(entry.second.IsNull() ? "has no value"
-                                    : "must be a single value, not a list or mapping");
+    if (value.kind != YamlNode::Kind::kScalar) {
+      problem(value.kind == YamlNode::Kind::kNull
+                  ? "has no value"
+                  : "must be a single value, not a list or mapping");
       continue;
     }
-    const std::string value = entry.second.Scalar();
-    if (Status s = setter->second(value, updated); !s.ok()) {
-      problem("value \"" + value + "\": " + s.message());
-    }
+    const Status s = policy_key ? policy.Set(key, PolicyValue::Text(value.scalar))
+                                : setter->second(value.scalar, updated);
+    if (!s.ok()) problem("value \"" + value.scalar + "\": " + s.message());
+  }
+  if (Result<PolicyOverride> o = policy.Finish(); !o.ok()) {
+    problems.push_back({root->line, o.status().message()});
+  } else {
+    updated.policy = o->ApplyTo(updated.policy);
   }
   if (!problems.empty()) {
     std::ostringstream out;
@@ -258,35 +226,56 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
   return Status::Ok();
 }
 
-std::string DriverConfigToYaml(const DriverConfig& c) {
-  auto b = [](bool v) { return v ? "true" : "false"; };
-  auto quoted = [](const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) {
-      if (ch == '"' || ch == '\\') out += '\\';
-      out += ch;
-    }
-    return out + "\"";
+std::vector<ConfigField> DriverConfigFields(const DriverConfig& c) {
+  auto text = [](std::string_view v) { return ConfigValue(std::string(v)); };
+  return {
+      {"cpuDeviceMode", text(CpuDeviceModeName(c.cpu_device_mode))},
+      {"groupBy", text(GroupByName(c.group_by))},
+      {"reservedCPUs", c.reserved_cpus.ToListString()},
+      {"hostnameOverride", c.hostname_override},
+      {"kubeconfig", c.kubeconfig},
+      {"sysfsOverlay", c.sysfs_overlay},
+      {"publishNodeAllocatableResourceMapping", c.publish_node_allocatable_resource_mapping},
+      {"strictCPUReservation", c.strict_cpu_reservation},
+      {"minSharedCPUs", c.min_shared_cpus},
+      {"sharedPoolUpdates", text(SharedPoolUpdatesName(c.shared_pool_updates))},
+      {"fullPCPUsOnly", c.policy.full_pcpus_only},
+      {"distributeCPUsAcrossNUMA", c.policy.distribute_cpus_across_numa},
+      {"alignBySocket", c.policy.align_by_socket},
+      {"preferAlignCPUsByUncoreCache", c.policy.prefer_align_cpus_by_uncorecache},
+      {"distributeCPUsAcrossCores", c.policy.distribute_cpus_across_cores},
+      {"coreType", text(CoreTypePreferenceName(c.policy.core_type))},
+      {"alignMemory", c.policy.align_memory},
   };
+}
+
+std::string DriverConfigToYaml(const DriverConfig& c) {
   std::ostringstream out;
-  out << "apiVersion: v1alpha1\n"
-      << "cpuDeviceMode: " << CpuDeviceModeName(c.cpu_device_mode) << "\n"
-      << "groupBy: " << GroupByName(c.group_by) << "\n"
-      << "reservedCPUs: " << quoted(c.reserved_cpus.ToListString()) << "\n"
-      << "hostnameOverride: " << quoted(c.hostname_override) << "\n"
-      << "kubeconfig: " << quoted(c.kubeconfig) << "\n"
-      << "publishNodeAllocatableResourceMapping: " << b(c.publish_node_allocatable_resource_mapping)
-      << "\n"
-      << "strictCPUReservation: " << b(c.strict_cpu_reservation) << "\n"
-      << "minSharedCPUs: " << c.min_shared_cpus << "\n"
-      << "sharedPoolUpdates: " << SharedPoolUpdatesName(c.shared_pool_updates) << "\n"
-      << "fullPCPUsOnly: " << b(c.policy.full_pcpus_only) << "\n"
-      << "distributeCPUsAcrossNUMA: " << b(c.policy.distribute_cpus_across_numa) << "\n"
-      << "alignBySocket: " << b(c.policy.align_by_socket) << "\n"
-      << "preferAlignCPUsByUncoreCache: " << b(c.policy.prefer_align_cpus_by_uncorecache) << "\n"
-      << "distributeCPUsAcrossCores: " << b(c.policy.distribute_cpus_across_cores) << "\n"
-      << "coreType: " << CoreTypePreferenceName(c.policy.core_type) << "\n"
-      << "alignMemory: " << b(c.policy.align_memory) << "\n";
+  out << "apiVersion: v1alpha1\n";
+  for (const ConfigField& f : DriverConfigFields(c)) {
+    out << f.key << ": ";
+    if (const auto* s = std::get_if<std::string>(&f.value)) {
+      // Names of values (grouped, socket, auto) plain; everything else quoted.
+      const bool plain = !s->empty() && std::all_of(s->begin(), s->end(), [](unsigned char ch) {
+        return std::isalpha(ch) != 0;
+      });
+      if (plain) {
+        out << *s << "\n";
+        continue;
+      }
+      out << '"';
+      for (char ch : *s) {
+        if (ch == '"' || ch == '\\') out << '\\';
+        out << ch;
+      }
+      out << '"';
+    } else if (const auto* b = std::get_if<bool>(&f.value)) {
+      out << (*b ? "true" : "false");
+    } else {
+      out << std::get<int>(f.value);
+    }
+    out << "\n";
+  }
   return out.str();
 }
 

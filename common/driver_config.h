@@ -5,7 +5,8 @@
 // matched exactly; unknown keys, duplicate keys, keys in the wrong case and bad values are all
 // refused, and every problem is reported at once, each with the key, the value and the line.
 // Keys the reference driver refuses in the file (bindAddress, exposePCIeRoots, kubeletRootDir)
-// are refused here too (they are flags). `sysfsOverlay` is refused: use --sysfs-root instead.
+// are refused here too (they are flags). The placement keys (fullPCPUsOnly, ...) and their
+// aliases are common/placement_policy.h's, the same vocabulary as a claim's `policy`.
 //
 // Precedence: built-in defaults < file < explicitly set flags (the agents' main applies flags
 // after LoadDriverConfigFile).
@@ -13,8 +14,11 @@
 
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "common/cpu_set.h"
+#include "common/placement_policy.h"
 #include "common/status.h"
 
 namespace dracpu {
@@ -23,19 +27,6 @@ enum class CpuDeviceMode { kGrouped, kIndividual };
 enum class GroupBy { kNumaNode, kSocket, kMachine };
 // When the nri-agent may push unsolicited UpdateContainers to widen the shared pool.
 enum class SharedPoolUpdates { kAuto, kAlways, kNever };
-enum class CoreTypePreference { kPerformance, kEfficiency, kAny };
-
-// Node-wide placement defaults (a claim's opaque `policy` config may override them per claim).
-struct PlacementPolicy {
-  bool full_pcpus_only = false;
-  bool distribute_cpus_across_numa = false;
-  bool align_by_socket = false;
-  bool prefer_align_cpus_by_uncorecache = true;
-  bool distribute_cpus_across_cores = false;
-  CoreTypePreference core_type = CoreTypePreference::kPerformance;
-  bool align_memory = false;  // nri-agent: cpuset.mems = the claim's NUMA nodes
-};
-
 struct DriverConfig {
   // Reference driver keys.
   CpuDeviceMode cpu_device_mode = CpuDeviceMode::kGrouped;
@@ -44,11 +35,13 @@ struct DriverConfig {
   std::string hostname_override;
   std::string kubeconfig;
   bool publish_node_allocatable_resource_mapping = false;
+  // Path of a sysfs overlay file (common/sysfs_overlay.h), read over the sysfs tree; "" = none.
+  std::string sysfs_overlay;
   // Ours.
   bool strict_cpu_reservation = true;  // false: reserved CPUs join the shared pool
   int min_shared_cpus = 1;             // shared-pool floor kept out of the devices' capacity
   SharedPoolUpdates shared_pool_updates = SharedPoolUpdates::kAuto;
-  PlacementPolicy policy;
+  PlacementPolicy policy;  // node-wide; a claim's opaque `policy` overrides it per claim
 };
 
 // Parses the YAML text of a config file onto `config` (which holds defaults or earlier values).
@@ -60,16 +53,20 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source, Dr
 std::string_view CpuDeviceModeName(CpuDeviceMode mode);  // "grouped" / "individual"
 std::string_view GroupByName(GroupBy group_by);          // "numanode" / "socket" / "machine"
 std::string_view SharedPoolUpdatesName(SharedPoolUpdates updates);  // "auto" / "always" / "never"
-std::string_view CoreTypePreferenceName(CoreTypePreference pref);   // "performance" / ...
 Result<CpuDeviceMode> ParseCpuDeviceMode(std::string_view text);
 Result<GroupBy> ParseGroupBy(std::string_view text);
 Result<SharedPoolUpdates> ParseSharedPoolUpdates(std::string_view text);
-Result<CoreTypePreference> ParseCoreTypePreference(std::string_view text);
-// "true"/"false" (YAML 1.2 core schema booleans only).
-Result<bool> ParseBool(std::string_view text);
 
-// The effective configuration as flat YAML (every key, defaults included), for logs and
-// gatherinfo. Parsing it back gives the same config.
+// Every key of the file with its value (defaults included), in the order the docs list them.
+using ConfigValue = std::variant<std::string, bool, int>;
+struct ConfigField {
+  std::string key;
+  ConfigValue value;
+};
+std::vector<ConfigField> DriverConfigFields(const DriverConfig& config);
+
+// The effective configuration as flat YAML (every key, defaults included), for logs. Parsing it
+// back gives the same config.
 std::string DriverConfigToYaml(const DriverConfig& config);
 
 }  // namespace dracpu

@@ -34,11 +34,11 @@ publishNodeAllocatableResourceMapping: true
 strictCPUReservation: false
 minSharedCPUs: 4
 sharedPoolUpdates: never
+sysfsOverlay: /etc/overlay.yaml
 fullPCPUsOnly: true
 distributeCPUsAcrossNUMA: true
 alignBySocket: true
 preferAlignCPUsByUncoreCache: false
-distributeCPUsAcrossCores: true
 coreType: efficiency
 alignMemory: true
 )",
@@ -53,13 +53,32 @@ alignMemory: true
   EXPECT_FALSE(c.strict_cpu_reservation);
   EXPECT_EQ(c.min_shared_cpus, 4);
   EXPECT_EQ(c.shared_pool_updates, SharedPoolUpdates::kNever);
+  EXPECT_EQ(c.sysfs_overlay, "/etc/overlay.yaml");
   EXPECT_TRUE(c.policy.full_pcpus_only);
   EXPECT_TRUE(c.policy.distribute_cpus_across_numa);
   EXPECT_TRUE(c.policy.align_by_socket);
   EXPECT_FALSE(c.policy.prefer_align_cpus_by_uncorecache);
-  EXPECT_TRUE(c.policy.distribute_cpus_across_cores);
   EXPECT_EQ(c.policy.core_type, CoreTypePreference::kEfficiency);
   EXPECT_TRUE(c.policy.align_memory);
+  // distributeCPUsAcrossCores goes with neither fullPCPUsOnly nor the distribution (kubelet).
+  DriverConfig d;
+  ASSERT_THAT(
+      ParseDriverConfig("distributeCPUsAcrossCores: True\npreferAlignCPUsByUncoreCache: f\n",
+                        "cfg.yaml", d),
+      IsOk());
+  EXPECT_TRUE(d.policy.distribute_cpus_across_cores);
+}
+
+TEST(DriverConfig, PlacementKeysTakeThePolicyAliases) {
+  DriverConfig c;
+  ASSERT_THAT(ParseDriverConfig("alignByUncoreCache: false\n", "cfg.yaml", c), IsOk());
+  EXPECT_FALSE(c.policy.prefer_align_cpus_by_uncorecache);
+  EXPECT_THAT(
+      ParseDriverConfig("alignByUncoreCache: false\npreferAlignCPUsByUncoreCache: true\n", "f", c),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("f:2: key \"preferAlignCPUsByUncoreCache\"")));
+  EXPECT_THAT(ParseDriverConfig("fullPCPUsOnly: true\ndistributeCPUsAcrossCores: true\n", "f", c),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cannot both be true")));
 }
 
 TEST(DriverConfig, EmptyFileKeepsValues) {
@@ -100,7 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"minSharedCPUs: 2x\n", "must be a whole number from 1"},
                       BadConfig{"fullPCPUsOnly: yes\n", "\"yes\" is not true or false"},
                       BadConfig{"bindAddress: :9090\n", "is a flag only (--bind-address)"},
-                      BadConfig{"sysfsOverlay: {}\n", "not supported"},
+                      BadConfig{"sysfsOverlay: {}\n", "must be a single value"},
+                      BadConfig{"coreType: big\n", "performance, efficiency, any"},
                       BadConfig{"apiVersion: v2\n", "only v1alpha1"},
                       BadConfig{"groupBy:\n", "has no value"},
                       BadConfig{"groupBy: [a, b]\n", "must be a single value"},

@@ -117,5 +117,32 @@ TEST(Metrics, PrometheusTextFormat) {
             "dra_cpu_prepare_seconds_count 2\n");
 }
 
+TEST(Metrics, UnlabelledMetricsExistAtZeroFromTheStart) {
+  MetricsRegistry r;
+  r.AddGauge("g", "A gauge.");
+  r.AddHistogram("h", "A histogram.", {}, {1, 2});
+  r.AddCounter("c_total", "Labelled: no series until used.", {"result"});
+  EXPECT_EQ(
+      r.RenderText(),
+      "# HELP g A gauge.\n# TYPE g gauge\ng 0\n"
+      "# HELP h A histogram.\n# TYPE h histogram\n"
+      "h_bucket{le=\"1\"} 0\nh_bucket{le=\"2\"} 0\nh_bucket{le=\"+Inf\"} 0\nh_sum 0\nh_count 0\n"
+      "# HELP c_total Labelled: no series until used.\n# TYPE c_total counter\n");
+}
+
+TEST(Metrics, SpecsAsTheReferencesIntrospectJson) {
+  const std::vector<MetricSpec> specs = {
+      {Metric::Kind::kGauge, "a_cpus", "CPUs \"now\".", {}, {}},
+      {Metric::Kind::kCounter, "b_total", "Results.", {"result"}, {}}};
+  EXPECT_EQ(
+      MetricSpecsToJson(specs),
+      "[\n"
+      "  {\n    \"name\": \"a_cpus\",\n    \"type\": \"gauge\",\n    \"stability\": \"ALPHA\",\n"
+      "    \"help\": \"CPUs \\\"now\\\".\",\n    \"labels\": []\n  },\n"
+      "  {\n    \"name\": \"b_total\",\n    \"type\": \"counter\",\n    \"stability\": \"ALPHA\",\n"
+      "    \"help\": \"Results.\",\n    \"labels\": [\n      \"result\"\n    ]\n  }\n"
+      "]\n");
+}
+
 }  // namespace
 }  // namespace dracpu

@@ -26,7 +26,22 @@ std::string EscapeLabel(const std::string& v) {
   return out;
 }
 
-const char* KindName(Metric::Kind k) {
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+const char* MetricKindName(Metric::Kind k) {
   switch (k) {
     case Metric::Kind::kCounter:
       return "counter";
@@ -38,7 +53,22 @@ const char* KindName(Metric::Kind k) {
   return "untyped";
 }
 
-}  // namespace
+std::string MetricSpecsToJson(const std::vector<MetricSpec>& specs) {
+  std::string out = "[\n";
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const MetricSpec& m = specs[i];
+    out += "  {\n    \"name\": " + JsonString(m.name) + ",\n    \"type\": \"" +
+           MetricKindName(m.kind) +
+           "\",\n    \"stability\": \"ALPHA\",\n    \"help\": " + JsonString(m.help) +
+           ",\n    \"labels\": [";
+    for (size_t j = 0; j < m.labels.size(); ++j) {
+      out += std::string(j ? "," : "") + "\n      " + JsonString(m.labels[j]);
+    }
+    out += m.labels.empty() ? "]" : "\n    ]";
+    out += std::string("\n  }") + (i + 1 < specs.size() ? "," : "") + "\n";
+  }
+  return out + "]\n";
+}
 
 Metric::Metric(Kind kind, std::string name, std::string help, std::vector<std::string> label_names,
                std::vector<double> buckets)
@@ -92,9 +122,14 @@ std::string Metric::LabelText(const LabelValues& values, const std::string& extr
 
 void Metric::Render(std::string& out) const {
   out += "# HELP " + name_ + " " + help_ + "\n";
-  out += "# TYPE " + name_ + " " + KindName(kind_) + "\n";
+  out += "# TYPE " + name_ + " " + MetricKindName(kind_) + "\n";
   std::lock_guard lock(mu_);
-  for (const auto& [labels, s] : series_) {
+  // A metric without labels exists from the start, at zero, as Prometheus clients show it.
+  std::map<LabelValues, Series> unlabelled;
+  if (series_.empty() && label_names_.empty()) {
+    unlabelled[{}].buckets.assign(bounds_.size(), 0);
+  }
+  for (const auto& [labels, s] : series_.empty() ? unlabelled : series_) {
     if (kind_ != Kind::kHistogram) {
       out += name_ + LabelText(labels) + " " + FormatValue(s.value) + "\n";
       continue;
@@ -114,6 +149,10 @@ Metric& MetricsRegistry::Add(std::unique_ptr<Metric> metric) {
   std::lock_guard lock(mu_);
   metrics_.push_back(std::move(metric));
   return *metrics_.back();
+}
+
+Metric& MetricsRegistry::Add(const MetricSpec& spec) {
+  return Add(std::make_unique<Metric>(spec.kind, spec.name, spec.help, spec.labels, spec.buckets));
 }
 
 Metric& MetricsRegistry::AddCounter(const std::string& name, const std::string& help,

@@ -50,8 +50,25 @@ class Metric {
   std::map<LabelValues, Series> series_;
 };
 
+// What a metric is, independent of its values: for registration and for `introspect metrics`.
+struct MetricSpec {
+  Metric::Kind kind;
+  std::string name;
+  std::string help;
+  std::vector<std::string> labels;
+  std::vector<double> buckets;  // histograms only
+};
+
+// "counter" / "gauge" / "histogram".
+const char* MetricKindName(Metric::Kind kind);
+
+// The reference driver's `dracpu introspect metrics` format: a JSON array of
+// {name, type, stability: "ALPHA", help, labels: [...]}, indented by two spaces.
+std::string MetricSpecsToJson(const std::vector<MetricSpec>& specs);
+
 class MetricsRegistry {
  public:
+  Metric& Add(const MetricSpec& spec);
   Metric& AddCounter(const std::string& name, const std::string& help,
                      std::vector<std::string> label_names = {});
   Metric& AddGauge(const std::string& name, const std::string& help,
@@ -64,6 +81,7 @@ class MetricsRegistry {
 
  private:
   Metric& Add(std::unique_ptr<Metric> metric);
+
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Metric>> metrics_;
 };

@@ -128,17 +128,49 @@ struct CpuIds {
 
 // The SMT siblings of `cpu` as the kernel gives them, newest name first: core_cpus_list
 // (Linux 5.x), else its mask core_cpus, else thread_siblings_list, else thread_siblings.
-// `found` is false when none exists (the CPU is then its own core).
-Result<CpuSet> ReadSiblings(const FileSystem& fs, int cpu, bool& found) {
+// NOT_FOUND when none exists.
+Result<CpuSet> ReadSiblingFiles(const FileSystem& fs, int cpu) {
   const std::string topo_dir = CpuPath(cpu) + "/topology/";
-  found = true;
   Result<CpuSet> set =
       ReadSysfsCpuListOrMask(fs, topo_dir + "core_cpus_list", topo_dir + "core_cpus");
   if (set.ok() || set.status().code() != StatusCode::kNotFound) return set;
-  set = ReadSysfsCpuListOrMask(fs, topo_dir + "thread_siblings_list", topo_dir + "thread_siblings");
+  return ReadSysfsCpuListOrMask(fs, topo_dir + "thread_siblings_list",
+                                topo_dir + "thread_siblings");
+}
+
+// Without sibling files (a synthetic tree such as a sysfs overlay; no kernel since 2.6 omits
+// them), the online CPUs from `cpu` up that also lack them and share its package, die, cluster
+// and core_id, as the reference driver groups cores. Without a core_id: the CPU alone.
+Result<CpuSet> SiblingsByCoreId(const FileSystem& fs, const CpuSet& online, int cpu) {
+  auto identity = [&](int c) -> Result<std::tuple<bool, int, int, int, int>> {
+    const std::string dir = CpuPath(c) + "/topology/";
+    ASSIGN_OR_RETURN(const auto core, ReadOptionalInt(fs, dir + "core_id"));
+    ASSIGN_OR_RETURN(const auto package, ReadOptionalInt(fs, dir + "physical_package_id"));
+    ASSIGN_OR_RETURN(const auto die, ReadOptionalInt(fs, dir + "die_id"));
+    ASSIGN_OR_RETURN(const auto cluster, ReadOptionalInt(fs, dir + "cluster_id"));
+    return std::make_tuple(core.first, package.second, die.second, cluster.second, core.second);
+  };
+  ASSIGN_OR_RETURN(const auto mine, identity(cpu));
+  CpuSet out{cpu};
+  if (!std::get<0>(mine)) return out;
+  for (const int other : online) {
+    if (other <= cpu) continue;
+    Result<CpuSet> files = ReadSiblingFiles(fs, other);
+    if (files.ok() || files.status().code() != StatusCode::kNotFound) continue;
+    ASSIGN_OR_RETURN(const auto theirs, identity(other));
+    if (theirs == mine) out.Set(other);
+  }
+  return out;
+}
+
+// The SMT siblings of `cpu`: its sibling files, else SiblingsByCoreId. `found` is false when the
+// CPU has no sibling files.
+Result<CpuSet> ReadSiblings(const FileSystem& fs, const CpuSet& online, int cpu, bool& found) {
+  found = true;
+  Result<CpuSet> set = ReadSiblingFiles(fs, cpu);
   if (set.ok() || set.status().code() != StatusCode::kNotFound) return set;
   found = false;
-  return CpuSet{cpu};
+  return SiblingsByCoreId(fs, online, cpu);
 }
 
 // Per-CPU ids, cores (keyed by sibling sets, never core_id), packages, dies, clusters.
@@ -173,7 +205,7 @@ Status DiscoverCpusAndCores(const FileSystem& fs, CpuTopology& topo, std::vector
     id.capacity = capacity.second;
 
     bool found = false;
-    ASSIGN_OR_RETURN(CpuSet siblings, ReadSiblings(fs, cpu, found));
+    ASSIGN_OR_RETURN(CpuSet siblings, ReadSiblings(fs, topo.online, cpu, found));
     if (!found) missing_siblings.push_back(cpu);
     // Only online CPUs not yet in a core; the CPU itself always belongs to its own core.
     CpuSet wanted = siblings & topo.online;
@@ -196,8 +228,9 @@ Status DiscoverCpusAndCores(const FileSystem& fs, CpuTopology& topo, std::vector
     topo.warnings.push_back("online CPUs without a topology/ directory (each is its own core): " +
                             join(missing_topology));
   } else if (!missing_siblings.empty()) {
-    topo.warnings.push_back("online CPUs without sibling files (each is its own core): " +
-                            join(missing_siblings));
+    topo.warnings.push_back(
+        "online CPUs without sibling files (cores grouped by core_id, else one CPU each): " +
+        join(missing_siblings));
   }
 
   // physical_package_id -1 (POWER pseries, some VMs and Arm boards) or missing: one package.

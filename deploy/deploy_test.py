@@ -7,7 +7,12 @@ privilege, and RBAC that allows every call `dracpu-dra-agent api-calls` lists an
 The examples' claims are checked against the attributes the driver publishes and the opaque
 config it accepts.
 
-usage: deploy_test.py DRACPU_DRA_AGENT [unittest args]
+The reference driver's own inputs (deploy/testdata/reference-values.yaml: every key of its chart's
+values; reference-config.yaml: every key of its config file) go through our chart and agent
+unchanged: rendered, started, and (with the apiserver simulator) publishing for the node and the
+topology they name.
+
+usage: deploy_test.py DRACPU_DRA_AGENT [DRACPU_SIM_APISERVER] [unittest args]
 """
 import copy
 import json
@@ -17,7 +22,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
+import urllib.request
 
 import yaml
 
@@ -27,6 +34,7 @@ sys.path.insert(0, HERE)
 import render  # noqa: E402
 
 AGENT = None  # path of dracpu-dra-agent, from argv
+SIM_APISERVER = None  # path of dracpu-sim-apiserver, from argv (optional)
 
 # The nri-agent's flags and defaults (issue 7 item 5; its binary is not in the build yet).
 NRI_AGENT_FLAGS = {"nri-socket": "/var/run/nri/nri.sock", "shm-path": "/run/dracpu/state.v1.shm",
@@ -331,6 +339,26 @@ def check_examples(path, objs, attributes):
     return errs
 
 
+def run_rendered_agent(objs, tmp, env):
+    """Runs dracpu-dra-agent with a rendering's dra-agent args and ConfigMap; host paths are
+    pointed into `tmp` in case start-up order ever changes. Returns the finished process."""
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")
+    args = []
+    for a in ds["spec"]["template"]["spec"]["containers"][0]["args"]:
+        name = a.split("=", 1)[0]
+        if name == "--config":
+            cm = next(o for o in objs if o["kind"] == "ConfigMap")
+            with open(os.path.join(tmp, "config.yaml"), "w") as f:
+                f.write(cm["data"]["config.yaml"])
+            a = "--config=" + os.path.join(tmp, "config.yaml")
+        elif name in ("--shm-path", "--cdi-root", "--kubelet-root-dir"):
+            a = f"{name}={tmp}/{name[2:]}"
+        elif name == "--bind-address":
+            a = "--bind-address=127.0.0.1:0"
+        args.append(a)
+    return subprocess.run([AGENT] + args, capture_output=True, text=True, env=env, timeout=30)
+
+
 def published_attributes():
     with open(os.path.join(ROOT, "dra-agent", "slices", "device_catalog.cc")) as f:
         return set(re.findall(r'"((?:dra\.cpu|dra\.net|resource\.kubernetes\.io)/\w+)"', f.read()))
@@ -414,21 +442,7 @@ class DeployTest(unittest.TestCase):
         for label, ov in overrides:
             with self.subTest(values=label), tempfile.TemporaryDirectory() as tmp:
                 objs = self.render_objs(ov)
-                ds = next(o for o in objs if o["kind"] == "DaemonSet")
-                args = []
-                for a in ds["spec"]["template"]["spec"]["containers"][0]["args"]:
-                    name = a.split("=", 1)[0]
-                    if name == "--config":
-                        cm = next(o for o in objs if o["kind"] == "ConfigMap")
-                        with open(os.path.join(tmp, "config.yaml"), "w") as f:
-                            f.write(cm["data"]["config.yaml"])
-                        a = "--config=" + os.path.join(tmp, "config.yaml")
-                    elif name in ("--shm-path", "--cdi-root", "--kubelet-root-dir"):
-                        a = f"{name}={tmp}/{name[2:]}"
-                    elif name == "--bind-address":
-                        a = "--bind-address=127.0.0.1:0"
-                    args.append(a)
-                p = subprocess.run([AGENT] + args, capture_output=True, text=True, env=env, timeout=30)
+                p = run_rendered_agent(objs, tmp, env)
                 self.assertEqual(p.returncode, 1, p.stderr)
                 self.assertIn("Kubernetes API", p.stderr)
                 if "groupBy" in (ov.get("driverConfig") or {}):
@@ -457,15 +471,15 @@ class DeployTest(unittest.TestCase):
         dra = ds["spec"]["template"]["spec"]["containers"][0]
         args = flag_args(dra)
         self.assertEqual(args["v"], "5")
-        self.assertEqual(args["cpu-device-mode"], "individual")
-        self.assertEqual(args["reserved-cpus"], "0")
+        self.assertNotIn("cpu-device-mode", args)  # folded into the file, as the reference chart
         self.assertEqual(args["expose-pcie-roots"], "true")
         self.assertEqual(args["kubelet-root-dir"], "/var/lib/k0s/kubelet")
         self.assertEqual(dra["image"], "localhost/dracpu:v0.1.0")
         self.assertEqual(ds["spec"]["template"]["spec"]["nodeSelector"], {"dracpu": "true"})
         cm = next(o for o in objs if o["kind"] == "ConfigMap")
         self.assertEqual(yaml.safe_load(cm["data"]["config.yaml"]),
-                         {"publishNodeAllocatableResourceMapping": False})
+                         {"publishNodeAllocatableResourceMapping": False, "cpuDeviceMode": "individual",
+                          "reservedCPUs": "0"})
         # sharedPoolUpdates is laid over driverConfig
         objs = self.render_objs({"driverConfig": {"groupBy": "socket", "sharedPoolUpdates": "auto"},
                                  "sharedPoolUpdates": "never"})
@@ -559,6 +573,195 @@ class DeployTest(unittest.TestCase):
                 self.assertEqual(check_examples(p, objs, attrs), [])
 
 
+def leaf_paths(d, prefix=""):
+    """Dotted paths of a values mapping's keys, stopping at lists and at free-form maps."""
+    for k, v in d.items():
+        path = prefix + k
+        if isinstance(v, dict) and v and path not in ("resources", "affinity", "nodeSelector", "driverConfig",
+                                                      "podAnnotations", "podLabels",
+                                                      "serviceAccount.annotations"):
+            yield from leaf_paths(v, path + ".")
+        else:
+            yield path
+
+
+def sysfs_overlay(sockets=2, cores=4):
+    """A sysfs overlay in the reference's format: sockets x cores x SMT2, CPUs c and c+N siblings,
+    one NUMA node and one L3 per socket."""
+    n = sockets * cores
+    lines = ['/sys/devices/system/cpu/online: "0-%d\\n"' % (2 * n - 1),
+             '/sys/devices/system/cpu/smt/control: "on\\n"']
+    for node in range(sockets):
+        first = node * cores
+        cpus = "%d-%d,%d-%d" % (first, first + cores - 1, n + first, n + first + cores - 1)
+        lines.append('/sys/devices/system/node/node%d/cpulist: "%s\\n"' % (node, cpus))
+    for cpu in range(2 * n):
+        core = cpu % n
+        socket = core // cores
+        d = "/sys/devices/system/cpu/cpu%d" % cpu
+        l3 = "%d-%d,%d-%d" % (socket * cores, socket * cores + cores - 1, n + socket * cores,
+                              n + socket * cores + cores - 1)
+        lines += ['%s/node%d: ""' % (d, socket),
+                  '%s/topology/physical_package_id: "%d\\n"' % (d, socket),
+                  '%s/topology/core_id: "%d\\n"' % (d, core % cores),
+                  '%s/topology/thread_siblings_list: "%d,%d\\n"' % (d, core, core + n),
+                  '%s/cache/index3/level: "3\\n"' % d,
+                  '%s/cache/index3/id: "%d\\n"' % (d, socket),
+                  '%s/cache/index3/shared_cpu_list: "%s\\n"' % (d, l3)]
+    return "\n".join(lines) + "\n"
+
+
+class ReferenceInputsTest(unittest.TestCase):
+    """A Go user's values file and config file, unchanged (issue 16 item 1)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.defaults = dra_agent_help()
+        cls.calls = api_calls()
+        with open(os.path.join(HERE, "testdata", "reference-values.yaml")) as f:
+            cls.values = yaml.safe_load(f)
+
+    def render(self):
+        text = "---\n".join(t for _, t in render.render_chart(values_override=copy.deepcopy(self.values)))
+        return [o for o in yaml.safe_load_all(text) if o]
+
+    def test_every_key_is_a_key_of_our_chart(self):
+        with open(os.path.join(HERE, "helm", "dracpu", "values.yaml")) as f:
+            ours = yaml.safe_load(f)
+        for path in leaf_paths(self.values):
+            with self.subTest(key=path):
+                node = ours
+                for part in path.split("."):
+                    self.assertIsInstance(node, dict, path)
+                    self.assertIn(part, node, f"{path} is not a value of our chart: it would be ignored")
+                    node = node[part]
+
+    def test_every_value_reaches_its_place(self):
+        objs = self.render()
+        self.assertEqual(check_objects(objs, dict(self.defaults, **{"shm-path": "/run/dracpu/state.v1.shm"}),
+                                       self.calls), [])
+        by_kind = {o["kind"]: o for o in objs}
+        ds = by_kind["DaemonSet"]
+        self.assertEqual(ds["metadata"]["name"], "dracpu")  # fullnameOverride
+        pod = ds["spec"]["template"]["spec"]
+        meta = ds["spec"]["template"]["metadata"]
+        dra, nri = pod["containers"]
+        for c in (dra, nri):
+            self.assertEqual(c["image"], "localhost/dracpu:v0.1.0")
+            self.assertEqual(c["imagePullPolicy"], "Always")
+            self.assertEqual(c["resources"], self.values["resources"])
+            self.assertIn({"name": "sysfs-overlay", "mountPath": "/etc/dra-driver-cpu/sysfs-overlay.yaml",
+                           "subPath": "sysfs-overlay.yaml", "readOnly": True}, c["volumeMounts"])
+        self.assertEqual(pod["imagePullSecrets"], [{"name": "regcred"}])
+        self.assertEqual(pod["tolerations"], self.values["tolerations"])
+        self.assertEqual(pod["nodeSelector"], {"dracpu": "true"})
+        self.assertEqual(pod["affinity"], self.values["affinity"])
+        self.assertIn({"name": "sysfs-overlay", "configMap": {"name": "dra-driver-cpu-sysfs-overlay"}},
+                      pod["volumes"])
+        self.assertEqual(meta["annotations"]["example.com/team"], "latency")
+        self.assertIn("checksum/config", meta["annotations"])
+        self.assertEqual(meta["labels"]["example.com/tier"], "node-agents")
+        self.assertEqual(by_kind["ServiceAccount"]["metadata"]["annotations"], {"example.com/owner": "platform"})
+        args = flag_args(dra)
+        self.assertEqual(args["v"], "6")
+        self.assertEqual(args["bind-address"], ":9180")
+        self.assertEqual(args["expose-pcie-roots"], "true")
+        self.assertEqual(args["kubelet-root-dir"], "/var/lib/k0s/kubelet")
+        self.assertEqual(dra["ports"][0]["containerPort"], 9180)
+        self.assertEqual(dra["livenessProbe"]["httpGet"]["path"], "/healthz")
+        # The deprecated args.* are folded into the file and win over driverConfig, as the
+        # reference chart does; nothing deprecated is passed as a flag.
+        cfg = yaml.safe_load(by_kind["ConfigMap"]["data"]["config.yaml"])
+        self.assertEqual(cfg, {"kubeconfig": "/etc/dracpu/kubeconfig-that-wins-over-in-cluster",
+                               "cpuDeviceMode": "individual", "groupBy": "socket", "reservedCPUs": "0-1",
+                               "hostnameOverride": "worker-7",
+                               "sysfsOverlay": "/etc/dra-driver-cpu/sysfs-overlay.yaml",
+                               "publishNodeAllocatableResourceMapping": True})
+        for flag in ("cpu-device-mode", "group-by", "reserved-cpus", "hostname-override"):
+            self.assertNotIn(flag, args)
+
+    def test_the_agent_runs_with_the_rendered_args_and_config(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+        env["NODE_NAME"] = "spec-node-name"
+        with tempfile.TemporaryDirectory() as tmp:
+            p = run_rendered_agent(self.render(), tmp, env)
+        # Past flags and config (2), stopped at the kubeconfig the file names (1).
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("kubeconfig-that-wins-over-in-cluster", p.stderr)
+        self.assertIn("on node worker-7", p.stderr, "args.hostnameOverride wins over $NODE_NAME")
+        for line in ("cpuDeviceMode: individual", "groupBy: socket", 'reservedCPUs: "0-1"',
+                     'sysfsOverlay: "/etc/dra-driver-cpu/sysfs-overlay.yaml"',
+                     "publishNodeAllocatableResourceMapping: true"):
+            self.assertIn(line, p.stderr)
+        self.assertNotIn("deprecated", p.stderr)
+
+    def test_deprecated_flags_warn(self):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+        p = subprocess.run([AGENT, "--node-name=n", "--group-by=socket", "--sysfs-overlay=/nonexistent",
+                            "--kubeconfig=/nonexistent"], capture_output=True, text=True, env=env, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("flag --group-by is deprecated", p.stderr)
+        self.assertIn("flag --sysfs-overlay is deprecated", p.stderr)
+        self.assertIn('(DEPRECATED: prefer driverConfig field "groupBy"',
+                      subprocess.run([AGENT, "--help"], capture_output=True, text=True).stdout)
+
+    def test_reference_config_file_publishes_for_its_node_and_topology(self):
+        """The reference's config file with every key, against the apiserver simulator: the
+        node is hostnameOverride's (over $NODE_NAME), the topology the sysfsOverlay's (over an
+        empty sysfs root), grouped by socket without the reserved CPUs."""
+        if not SIM_APISERVER:
+            self.skipTest("no apiserver simulator given")
+        with open(os.path.join(HERE, "testdata", "reference-config.yaml")) as f:
+            text = f.read()
+        with tempfile.TemporaryDirectory() as tmp:
+            api = subprocess.Popen([SIM_APISERVER, "--port", "0", "--kubeconfig-out",
+                                    os.path.join(tmp, "kubeconfig"), "--node", "worker-9=uid-w9"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            agent = None
+            try:
+                url = api.stdout.readline().strip()
+                # The file as a Go user has it; only the kubeconfig path is this machine's.
+                text = text.replace("/etc/kubernetes/dracpu.kubeconfig", os.path.join(tmp, "kubeconfig"))
+                with open(os.path.join(tmp, "config.yaml"), "w") as f:
+                    f.write(text)
+                with open(os.path.join(tmp, "overlay.yaml"), "w") as f:
+                    f.write(sysfs_overlay())
+                os.makedirs(os.path.join(tmp, "empty-root"))
+                env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+                env["NODE_NAME"] = "not-this-node"
+                log = open(os.path.join(tmp, "agent.log"), "w")
+                agent = subprocess.Popen(
+                    [AGENT, "--config=config.yaml", "--sysfs-root=" + os.path.join(tmp, "empty-root"),
+                     "--kubelet-root-dir=" + os.path.join(tmp, "k"), "--cdi-root=" + os.path.join(tmp, "cdi"),
+                     "--shm-path=" + os.path.join(tmp, "shm", "state.shm"), "--bind-address=127.0.0.1:0"],
+                    cwd=tmp, stdout=log, stderr=log, env=env)
+                slices = []
+                deadline = time.time() + 30
+                while time.time() < deadline and not slices and agent.poll() is None:
+                    with urllib.request.urlopen(url + "/apis/resource.k8s.io/v1/resourceslices", timeout=5) as r:
+                        slices = json.loads(r.read())["items"]
+                    time.sleep(0.1)
+                with open(os.path.join(tmp, "agent.log")) as f:
+                    logged = f.read()
+                self.assertEqual(len(slices), 1, logged)
+                spec = slices[0]["spec"]
+                self.assertEqual(spec["nodeName"], "worker-9")
+                self.assertEqual(spec["pool"]["name"], "worker-9")
+                devices = {d["name"]: d for d in spec["devices"]}
+                self.assertEqual(sorted(devices), ["cpudevsocket000", "cpudevsocket001"])
+                # 8 CPUs per socket; reservedCPUs 0,8 (one core of socket 0) are not offered, and the
+                # shared-pool floor (minSharedCPUs 1) comes off the first device.
+                self.assertEqual(devices["cpudevsocket000"]["capacity"]["dra.cpu/cpu"]["value"], "5")
+                self.assertEqual(devices["cpudevsocket001"]["capacity"]["dra.cpu/cpu"]["value"], "8")
+                self.assertIn("publishNodeAllocatableResourceMapping: true", logged)
+                self.assertIn("/overlay.yaml is read over", logged)
+            finally:
+                for proc in (agent, api):
+                    if proc is not None and proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+
+
 def read_unit(path):
     """{section: {key: [values]}} of a systemd unit file."""
     out, section = {}, None
@@ -616,5 +819,7 @@ class SystemdTest(unittest.TestCase):
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    AGENT = sys.argv.pop(1)
+    AGENT = os.path.abspath(sys.argv.pop(1))
+    if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+        SIM_APISERVER = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

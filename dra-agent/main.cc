@@ -26,6 +26,7 @@
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/resources.h"
+#include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
 
@@ -39,7 +40,18 @@ constexpr Subcommand kSubcommands[] = {
        io.out << "dracpu-dra-agent " << DRACPU_VERSION << "\n";
        return dracpu::dra::kExitOk;
      }},
-    {"gatherinfo", "print the CPU topology read from sysfs", dracpu::dra::GatherInfoCommand},
+    {"gatherinfo", "report the CPU topology and the running agent's configuration",
+     dracpu::dra::GatherInfoCommand},
+    {"introspect", "introspect metrics: print the agent's metrics as JSON (name, type, labels)",
+     [](const std::vector<std::string>& args, dracpu::dra::CommandIo io) {
+       if (args.size() != 1 || args[0] != "metrics") {
+         io.err << "dracpu-dra-agent introspect: " << (args.empty() ? "needs" : "supports only")
+                << " a subcommand: metrics\n";
+         return dracpu::dra::kExitUsage;
+       }
+       io.out << dracpu::MetricSpecsToJson(dracpu::dra::DraMetrics::Specs());
+       return dracpu::dra::kExitOk;
+     }},
     {"allocate", "choose CPUs for one request (JSON in, JSON out)",
      dracpu::allocator::RunAllocateCommand},
     {"api-calls", "print every Kubernetes API call the agents make (JSON; for RBAC checks)",
@@ -64,7 +76,9 @@ constexpr Subcommand kSubcommands[] = {
 
 void PrintUsage(std::ostream& os, const std::string& flags) {
   os << "usage: dracpu-dra-agent [flags]            run the agent\n"
-        "       dracpu-dra-agent <subcommand> [...]  run a tool\n\nsubcommands:\n";
+        "       dracpu-dra-agent <subcommand> [...]  run a tool\n"
+        "       dracpu-gatherinfo [flags]           the reference driver's name for gatherinfo\n"
+        "\nsubcommands:\n";
   for (const Subcommand& s : kSubcommands) {
     os << "  " << s.name << std::string(14 - std::string(s.name).size(), ' ') << s.summary << "\n";
   }
@@ -74,6 +88,13 @@ void PrintUsage(std::ostream& os, const std::string& flags) {
 std::string Getenv(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? "" : v;
+}
+
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
 }
 
 dracpu::Result<std::string> ReadConfigFile(const std::string& path) {
@@ -113,6 +134,7 @@ int RunAgent(const std::vector<std::string>& args) {
   }
   dracpu::dra::AgentEnvironment env;
   env.node_name_env = Getenv("NODE_NAME");
+  env.host_root = Getenv("HOST_ROOT");
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) env.hostname = host;
   if (!flags.values.config_file.empty()) {
@@ -128,9 +150,13 @@ int RunAgent(const std::vector<std::string>& args) {
     std::cerr << "dracpu-dra-agent: " << config.status().message() << "\n";
     return dracpu::dra::kExitUsage;
   }
+  // A relative sysfsOverlay is the reference's os.ReadFile: relative to the working directory.
+  config->driver.sysfs_overlay = AbsolutePath(config->driver.sysfs_overlay);
   FLAGS_logtostderr = true;
   FLAGS_v = config->verbosity;
+  FLAGS_vmodule = config->vmodule;
   google::InitGoogleLogging("dracpu-dra-agent");
+  for (const std::string& w : config->warnings) LOG(WARNING) << w;
   LOG(INFO) << "dracpu-dra-agent " << DRACPU_VERSION << " on node " << config->node_name
             << ", effective config:\n"
             << dracpu::DriverConfigToYaml(config->driver);
@@ -182,10 +208,20 @@ int RunAgent(const std::vector<std::string>& args) {
   return 0;
 }
 
+std::string Basename(const char* path) {
+  const std::string p = path == nullptr ? "" : path;
+  return p.substr(p.rfind('/') + 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  dracpu::dra::CommandIo io{std::cin, std::cout, std::cerr, Getenv("HOST_ROOT"), Getenv("TMPDIR")};
+  // The reference driver's image has /dracpu-gatherinfo; ours has the same name as a link.
+  if (argc > 0 && Basename(argv[0]) == "dracpu-gatherinfo") {
+    return dracpu::dra::LegacyGatherInfoCommand(args, io);
+  }
   if (!args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "help")) {
     dracpu::FlagParser parser;
     dracpu::dra::AgentFlags flags;
@@ -198,8 +234,7 @@ int main(int argc, char** argv) {
   if (!args.empty() && (version_flag || args[0].rfind('-', 0) != 0)) {
     for (const Subcommand& s : kSubcommands) {
       if (args[0] == s.name || (version_flag && std::string_view(s.name) == "version")) {
-        return s.run(std::vector<std::string>(args.begin() + 1, args.end()),
-                     {std::cin, std::cout, std::cerr});
+        return s.run(std::vector<std::string>(args.begin() + 1, args.end()), io);
       }
     }
     std::cerr << "dracpu-dra-agent: unknown subcommand \"" << args[0] << "\"\n";

@@ -12,6 +12,10 @@ struct CommandIo {
   std::istream& in;
   std::ostream& out;
   std::ostream& err;
+  // From main's environment: $HOST_ROOT (the host's / as mounted in the container; "" = /) and
+  // $TMPDIR ("" = /tmp).
+  std::string host_root = "";
+  std::string temp_dir = "";
 };
 
 // Exit codes shared by the subcommands.

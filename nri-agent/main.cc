@@ -27,6 +27,8 @@
 #include "common/flag_parser.h"
 #include "common/http_server.h"
 #include "common/metrics.h"
+#include "common/process_metrics.h"
+#include "common/sysfs_overlay.h"
 #include "common/topology_discovery.h"
 #include "common/unique_fd.h"
 #include "dracpu_version.h"
@@ -60,13 +62,22 @@ Result<DriverConfig> LoadConfig(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   RETURN_IF_ERROR(ParseDriverConfig(text.str(), path, config));
+  // A relative sysfsOverlay is relative to the working directory, as for the dra-agent.
+  if (!config.sysfs_overlay.empty() && config.sysfs_overlay.front() != '/') {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd) != nullptr) {
+      config.sysfs_overlay = std::string(cwd) + "/" + config.sysfs_overlay;
+    }
+  }
   return config;
 }
 
 // The allocatable CPUs as this agent sees them: online minus the reserved ones under
 // strictCPUReservation (the dra-agent's topology record, once attached, takes over).
 Result<CpuSet> FallbackPool(const std::string& sysfs_root, const DriverConfig& config) {
+  ASSIGN_OR_RETURN(std::unique_ptr<FileSystem> host, NewPosixFileSystem("/"));
   ASSIGN_OR_RETURN(std::unique_ptr<FileSystem> fs, NewPosixFileSystem(sysfs_root));
+  ASSIGN_OR_RETURN(fs, WithSysfsOverlay(std::move(fs), *host, config.sysfs_overlay));
   DiscoveryOptions options;
   options.pcie_roots = false;
   ASSIGN_OR_RETURN(CpuTopology topo, DiscoverTopology(*fs, options));
@@ -151,9 +162,16 @@ int Run(const Flags& flags) {
 
   MetricsRegistry metrics;
   agent::NriAgent agent(l, std::move(options), &metrics);
+  auto proc = NewPosixFileSystem("/");
+  if (!proc.ok()) {
+    LOG(ERROR) << proc.status().ToString();
+    return 1;
+  }
+  ProcessMetrics process_metrics(metrics, **proc);
 
   std::map<std::string, HttpHandler> routes;
-  routes["/metrics"] = [&metrics] {
+  routes["/metrics"] = [&metrics, &process_metrics] {
+    process_metrics.Update();
     return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.RenderText()};
   };
   routes["/healthz"] = [&agent] {

@@ -4,16 +4,39 @@
 #include <cctype>
 
 namespace dracpu::dra {
+namespace {
+
+// The reference driver's deprecated flags and the config key each one sets.
+struct DeprecatedFlag {
+  const char* flag;
+  const char* key;
+};
+constexpr DeprecatedFlag kDeprecatedFlags[] = {{"cpu-device-mode", "cpuDeviceMode"},
+                                               {"group-by", "groupBy"},
+                                               {"reserved-cpus", "reservedCPUs"},
+                                               {"hostname-override", "hostnameOverride"},
+                                               {"sysfs-overlay", "sysfsOverlay"}};
+
+// The help text of a deprecated flag, with the reference's "(DEPRECATED: prefer driverConfig
+// field ...)" marker so scripts that look for it find it.
+std::string Deprecated(const char* help, const char* key) {
+  return std::string(help) + " (DEPRECATED: prefer driverConfig field \"" + key + "\" in --config)";
+}
+
+}  // namespace
 
 void RegisterAgentFlags(FlagParser& p, AgentFlags& f) {
   AgentConfig& v = f.values;
   p.String("config", &v.config_file, "driver config file (flat YAML, reference keys plus ours)");
   p.String("node-name", &v.node_name,
-           "node name (default $NODE_NAME, then hostnameOverride, then hostname)");
+           "node name (default hostnameOverride, then $NODE_NAME, then the hostname)");
   p.String("hostname-override", &f.hostname_override,
-           "(deprecated: prefer hostnameOverride in --config)");
+           Deprecated("the node name to register as", "hostnameOverride"));
   p.String("kubeconfig", &v.kubeconfig, "kubeconfig file (default: in-cluster service account)");
-  p.String("sysfs-root", &v.sysfs_root, "root that holds sys/ (default /)");
+  p.String("sysfs-root", &v.sysfs_root, "root that holds sys/ (default $HOST_ROOT, else /)");
+  p.String(
+      "sysfs-overlay", &f.sysfs_overlay,
+      Deprecated("YAML file of /sys paths and contents read over the sysfs tree", "sysfsOverlay"));
   p.String("kubelet-root-dir", &v.kubelet_root_dir,
            "kubelet root directory (default /var/lib/kubelet)");
   p.String("cdi-root", &v.cdi_root, "CDI spec directory (default /var/run/cdi)");
@@ -22,12 +45,13 @@ void RegisterAgentFlags(FlagParser& p, AgentFlags& f) {
   p.String("bind-address", &v.bind_address,
            "address of /metrics, /healthz, /readyz (default :8080)");
   p.String("cpu-device-mode", &f.cpu_device_mode,
-           "grouped|individual (deprecated: prefer cpuDeviceMode)");
-  p.String("group-by", &f.group_by, "numanode|socket|machine (deprecated: prefer groupBy)");
+           Deprecated("grouped|individual", "cpuDeviceMode"));
+  p.String("group-by", &f.group_by, Deprecated("numanode|socket|machine", "groupBy"));
   p.String("reserved-cpus", &f.reserved_cpus,
-           "CPUs never granted to claims (deprecated: prefer reservedCPUs)");
+           Deprecated("CPUs never granted to claims", "reservedCPUs"));
   p.Bool("expose-pcie-roots", &v.expose_pcie_roots, "publish resource.kubernetes.io/pcieRoot");
   p.Int("v", &v.verbosity, "log verbosity (glog)");
+  p.String("vmodule", &v.vmodule, "per-file verbosity, pattern=N,... (glog)");
 }
 
 Result<AgentConfig> ResolveAgentConfig(const FlagParser& parser, const AgentFlags& flags,
@@ -54,11 +78,20 @@ Result<AgentConfig> ResolveAgentConfig(const FlagParser& parser, const AgentFlag
     config.driver.reserved_cpus = *r;
   }
   if (parser.WasSet("hostname-override")) config.driver.hostname_override = flags.hostname_override;
+  if (parser.WasSet("sysfs-overlay")) config.driver.sysfs_overlay = flags.sysfs_overlay;
+  for (const DeprecatedFlag& d : kDeprecatedFlags) {
+    if (parser.WasSet(d.flag)) {
+      config.warnings.push_back(std::string("flag --") + d.flag +
+                                " is deprecated and will be removed; set \"" + d.key +
+                                "\" in the --config file instead");
+    }
+  }
   if (!parser.WasSet("kubeconfig") && !config.driver.kubeconfig.empty()) {
     config.kubeconfig = config.driver.kubeconfig;
   }
-  if (config.node_name.empty()) config.node_name = env.node_name_env;
+  if (!parser.WasSet("sysfs-root") && !env.host_root.empty()) config.sysfs_root = env.host_root;
   if (config.node_name.empty()) config.node_name = config.driver.hostname_override;
+  if (config.node_name.empty()) config.node_name = env.node_name_env;
   if (config.node_name.empty()) config.node_name = env.hostname;
   std::transform(config.node_name.begin(), config.node_name.end(), config.node_name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

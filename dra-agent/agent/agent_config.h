@@ -1,6 +1,11 @@
 // The dra-agent's effective configuration: built-in defaults < the --config file < flags set
 // explicitly on the command line (the reference driver's precedence). main() reads argv, the
 // environment and the file; this code only combines them, so it is testable.
+//
+// Node name: --node-name, else hostnameOverride (file or --hostname-override), else $NODE_NAME
+// (which the chart sets from spec.nodeName), else the hostname; lowercased. As in the reference,
+// hostnameOverride wins over everything but our own --node-name.
+// $HOST_ROOT (the reference's): the root holding sys/ when --sysfs-root is not given.
 #pragma once
 
 #include <string>
@@ -24,6 +29,9 @@ struct AgentConfig {
   std::string bind_address = ":8080";
   bool expose_pcie_roots = false;
   int verbosity = 0;
+  std::string vmodule;  // glog's -vmodule (the reference's klog flag of the same name)
+  // One line per deprecated flag set explicitly, for main to log once logging is up.
+  std::vector<std::string> warnings;
 };
 
 // Flag values before the file is applied; `parser` remembers which were set explicitly.
@@ -33,6 +41,7 @@ struct AgentFlags {
   std::string cpu_device_mode;
   std::string group_by;
   std::string reserved_cpus;
+  std::string sysfs_overlay;
 };
 
 // Registers every agent flag on `parser`, writing into `flags`.
@@ -43,6 +52,7 @@ struct AgentEnvironment {
   std::string node_name_env;  // $NODE_NAME
   std::string hostname;       // gethostname()
   std::string config_text;    // content of --config ("" when no file)
+  std::string host_root;      // $HOST_ROOT
 };
 
 // Combines defaults, the config file and the explicit flags. INVALID_ARGUMENT naming the flag,

@@ -5,6 +5,9 @@
 
 #include "tests/testing/status_matchers.h"
 
+// The environments below name only what matters; the rest stays empty.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 namespace dracpu::dra {
 namespace {
 
@@ -49,8 +52,43 @@ TEST(AgentConfig, NodeNameChain) {
   EXPECT_EQ(Resolve({"--node-name=N1"}, {"env", "h", ""})->node_name, "n1");
   EXPECT_EQ(Resolve({}, {"env-node", "h", ""})->node_name, "env-node");
   EXPECT_EQ(Resolve({"--hostname-override=ovr"}, {"", "h", ""})->node_name, "ovr");
+  // The reference's precedence: hostnameOverride wins over the name the chart puts in
+  // $NODE_NAME, from the file or the flag; only our own --node-name beats it.
+  EXPECT_EQ(Resolve({"--hostname-override=ovr"}, {"env", "h", ""})->node_name, "ovr");
+  EXPECT_EQ(Resolve({"--config=/c"}, {"env", "h", "hostnameOverride: Node-X\n"})->node_name,
+            "node-x");
+  EXPECT_EQ(Resolve({"--node-name=n", "--hostname-override=ovr"}, {"env", "h", ""})->node_name,
+            "n");
   EXPECT_THAT(Resolve({}, {"", "", ""}),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("no node name")));
+}
+
+TEST(AgentConfig, DeprecatedFlagsWorkAndAreReported) {
+  auto c = Resolve({"--cpu-device-mode=individual", "--group-by", "socket", "--reserved-cpus=0",
+                    "--hostname-override=n", "--sysfs-overlay=/etc/o.yaml"},
+                   {"", "h", ""});
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->driver.cpu_device_mode, CpuDeviceMode::kIndividual);
+  EXPECT_EQ(c->driver.sysfs_overlay, "/etc/o.yaml");
+  ASSERT_EQ(c->warnings.size(), 5u);
+  EXPECT_THAT(c->warnings[4], HasSubstr("--sysfs-overlay is deprecated"));
+  EXPECT_THAT(c->warnings[4], HasSubstr("\"sysfsOverlay\""));
+  EXPECT_TRUE(Resolve({"--v=3"}, {"", "h", ""})->warnings.empty());
+  FlagParser parser;
+  AgentFlags flags;
+  RegisterAgentFlags(parser, flags);
+  EXPECT_THAT(parser.Usage(), HasSubstr("(DEPRECATED: prefer driverConfig field \"sysfsOverlay\""));
+}
+
+TEST(AgentConfig, HostRootSysfsOverlayAndVmodule) {
+  AgentEnvironment env{"", "h", "sysfsOverlay: /etc/overlay.yaml\n", "/host"};
+  auto c = Resolve({"--config=/c", "-vmodule=slice*=4", "-v", "2"}, env);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(c->sysfs_root, "/host");
+  EXPECT_EQ(c->driver.sysfs_overlay, "/etc/overlay.yaml");
+  EXPECT_EQ(c->vmodule, "slice*=4");
+  EXPECT_EQ(c->verbosity, 2);
+  EXPECT_EQ(Resolve({"--sysfs-root=/mine"}, env)->sysfs_root, "/mine");
 }
 
 TEST(AgentConfig, BadInputNamesTheSource) {

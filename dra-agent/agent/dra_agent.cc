@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "common/sysfs_attribute.h"
+#include "common/sysfs_overlay.h"
 #include "common/topology_discovery.h"
 #include "common/unique_fd.h"
 #include "dra-agent/kube/resources.h"
@@ -82,8 +83,15 @@ Status DraAgent::PublishOnlineCpus(const CpuSet& online) {
 }
 
 Status DraAgent::StartParts(const AgentConfig& config, const std::string& version) {
-  // 1. The node's CPUs.
+  // 1. The node's CPUs (through the sysfs overlay when one is configured).
+  ASSIGN_OR_RETURN(host_fs_, NewPosixFileSystem("/"));
   ASSIGN_OR_RETURN(sysfs_, NewPosixFileSystem(config.sysfs_root));
+  ASSIGN_OR_RETURN(sysfs_,
+                   WithSysfsOverlay(std::move(sysfs_), *host_fs_, config.driver.sysfs_overlay));
+  if (!config.driver.sysfs_overlay.empty()) {
+    LOG(INFO) << "sysfs overlay " << config.driver.sysfs_overlay << " is read over "
+              << config.sysfs_root;
+  }
   ASSIGN_OR_RETURN(topology_, DiscoverTopology(*sysfs_));
   for (const std::string& w : topology_.warnings) LOG(WARNING) << "topology: " << w;
   LOG(INFO) << "topology: online " << topology_.online.ToListString() << ", "
@@ -138,7 +146,8 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   }
 
   // 3. CDI, and what survived a crash.
-  ASSIGN_OR_RETURN(host_fs_, NewPosixFileSystem("/"));
+  dra_metrics_ = std::make_unique<DraMetrics>(metrics_);
+  process_metrics_ = std::make_unique<ProcessMetrics>(metrics_, *host_fs_);
   cdi_ = std::make_unique<CdiStore>(*host_fs_, config.cdi_root);
   RETURN_IF_ERROR(cdi_->EnsureDirectory());
   PreparerOptions po;
@@ -161,7 +170,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         ASSIGN_OR_RETURN(kube::JsonObject claim, client->Get(kube::ResourceClaimPath(ns, name)));
         return claim.ToString();
       },
-      po, &metrics_);
+      po, dra_metrics_.get());
   logged_preparer_ = std::make_unique<LoggingClaimPreparer>(
       *preparer_,
       [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {
@@ -174,23 +183,6 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   for (const std::string& line : repaired) LOG(WARNING) << "reconcile: " << line;
 
   // 4. HTTP.
-  allocated_cpus_ = &metrics_.AddGauge("dra_cpu_allocated_cpus", "CPUs held by prepared claims.");
-  available_cpus_ = &metrics_.AddGauge("dra_cpu_available_cpus", "CPUs in the shared pool.");
-  reserved_cpus_ = &metrics_.AddGauge("dra_cpu_reserved_cpus", "CPUs in reservedCPUs.");
-  claims_active_ = &metrics_.AddGauge("dra_cpu_resource_claims_active", "Prepared claims.");
-  slices_published_ = &metrics_.AddGauge("dracpu_resourceslices",
-                                         "ResourceSlices published by the last successful sync.");
-  slice_sync_errors_ =
-      &metrics_.AddCounter("dracpu_resourceslice_sync_errors_total", "Failed ResourceSlice syncs.");
-  devices_by_health_ = &metrics_.AddGauge(
-      "dracpu_devices", "Devices by the health the kubelet's health stream reports.", {"health"});
-  for (const char* h : {"Healthy", "Unhealthy", "Unknown"}) devices_by_health_->Set({h}, 0);
-  min_shared_cpus_ = &metrics_.AddGauge(
-      "dracpu_shared_pool_min_cpus", "The shared-pool floor claims may not take (minSharedCPUs).");
-  nri_heartbeat_age_ = &metrics_.AddGauge(
-      "dracpu_nri_agent_heartbeat_age_seconds",
-      "Seconds since the nri-agent's last heartbeat in shared memory (since this agent's start "
-      "when it never beat).");
   ASSIGN_OR_RETURN(
       http_, HttpServer::Start(config.bind_address,
                                {{"/metrics", [this] { return Metrics(); }},
@@ -278,19 +270,20 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
 HttpResponse DraAgent::Metrics() {
   shm::SnapshotOptions o;
   o.containers = false;
+  DraMetrics& m = *dra_metrics_;
   if (auto s = segment_->ReadSnapshot(o); s.ok()) {
     CpuSet held;
     for (const shm::ClaimEntry& c : s->claims) held |= shm::DecodeClaim(c).cpus;
-    allocated_cpus_->Set({}, held.Count());
-    available_cpus_->Set({}, shm::ComputeSharedPool(s->topology, s->config, s->claims).Count());
-    claims_active_->Set({}, static_cast<double>(s->claims.size()));
+    m.allocated_cpus.Set({}, held.Count());
+    m.available_cpus.Set({}, shm::ComputeSharedPool(s->topology, s->config, s->claims).Count());
+    m.claims_active.Set({}, static_cast<double>(s->claims.size()));
   }
-  reserved_cpus_->Set({}, config_.driver.reserved_cpus.Count());
-  min_shared_cpus_->Set({}, config_.driver.min_shared_cpus);
+  m.reserved_cpus.Set({}, config_.driver.reserved_cpus.Count());
+  m.shared_pool_min_cpus.Set({}, config_.driver.min_shared_cpus);
   if (Result<shm::AgentStatus> nri = segment_->GetAgentStatus(shm::Role::kNriAgent); nri.ok()) {
     const std::chrono::nanoseconds age =
         nri->heartbeat_age ? *nri->heartbeat_age : BoottimeNow() - started_boottime_;
-    nri_heartbeat_age_->Set({}, std::chrono::duration<double>(age).count());
+    m.nri_heartbeat_age.Set({}, std::chrono::duration<double>(age).count());
   }
   if (DeviceHealthMonitor* health = health_for_metrics_.load(std::memory_order_acquire)) {
     double by_state[3] = {0, 0, 0};  // DeviceHealthState: unknown, healthy, unhealthy
@@ -298,15 +291,16 @@ HttpResponse DraAgent::Metrics() {
       const int i = static_cast<int>(r.state);
       if (i >= 0 && i < 3) ++by_state[i];
     }
-    devices_by_health_->Set({"Unknown"}, by_state[0]);
-    devices_by_health_->Set({"Healthy"}, by_state[1]);
-    devices_by_health_->Set({"Unhealthy"}, by_state[2]);
+    m.devices_by_health.Set({"Unknown"}, by_state[0]);
+    m.devices_by_health.Set({"Healthy"}, by_state[1]);
+    m.devices_by_health.Set({"Unhealthy"}, by_state[2]);
   }
   if (publisher_) {
     const SlicePublisherStats st = publisher_->stats();
-    slices_published_->Set({}, st.slices);
-    slice_sync_errors_->Set({}, static_cast<double>(st.sync_errors));
+    m.resourceslices.Set({}, st.slices);
+    m.resourceslice_sync_errors.Set({}, static_cast<double>(st.sync_errors));
   }
+  process_metrics_->Update();
   return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.RenderText()};
 }
 

@@ -23,6 +23,7 @@
 #include "common/file_system.h"
 #include "common/http_server.h"
 #include "common/metrics.h"
+#include "common/process_metrics.h"
 #include "common/status.h"
 #include "dra-agent/agent/agent_config.h"
 #include "dra-agent/agent/device_health_monitor.h"
@@ -33,6 +34,7 @@
 #include "dra-agent/kube/server_features.h"
 #include "dra-agent/kubelet/health_service.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
+#include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
 #include "dra-agent/slices/device_catalog.h"
 #include "dra-agent/slices/slice_publisher.h"
@@ -92,15 +94,8 @@ class DraAgent {
   std::unique_ptr<shm::Segment> segment_;
   std::unique_ptr<CdiStore> cdi_;
   MetricsRegistry metrics_;
-  Metric* allocated_cpus_ = nullptr;
-  Metric* available_cpus_ = nullptr;
-  Metric* reserved_cpus_ = nullptr;
-  Metric* claims_active_ = nullptr;
-  Metric* slices_published_ = nullptr;
-  Metric* slice_sync_errors_ = nullptr;
-  Metric* devices_by_health_ = nullptr;
-  Metric* min_shared_cpus_ = nullptr;
-  Metric* nri_heartbeat_age_ = nullptr;
+  std::unique_ptr<DraMetrics> dra_metrics_;
+  std::unique_ptr<ProcessMetrics> process_metrics_;
   const std::chrono::nanoseconds started_boottime_ = BoottimeNow();
   // health_ once made (after the HTTP server started); what Metrics() reads.
   std::atomic<DeviceHealthMonitor*> health_for_metrics_{nullptr};

@@ -38,7 +38,7 @@ struct Input {
   int request = 0;
   std::vector<int> containers;
   std::vector<int> numa_affinity;
-  AllocatorOptions options;
+  PlacementPolicy options;
 };
 
 Result<std::string> ReadWholeFile(const std::string& path) {
@@ -221,7 +221,7 @@ Result<Input> ParseInput(const rapidjson::Document& doc,
       }
     }
   }
-  Result<AllocatorOptions> parsed = ParseAllocatorOptions(options);
+  Result<PlacementPolicy> parsed = ParseKubeletOptions(options);
   if (!parsed.ok()) return InvalidArgumentError("options: " + parsed.status().message());
   in.options = *parsed;
   if (auto it = doc.FindMember("cpuGroupSize"); it != doc.MemberEnd()) {

@@ -153,7 +153,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"option_name",
                   kTopo + ", \"available\": [0], \"request\": 1,"
                           " \"options\": {\"fast\": \"true\"}}",
-                  "unknown option \"fast\""},
+                  "option \"fast\": unknown placement key"},
         Malformed{"option_value",
                   kTopo + ", \"available\": [0], \"request\": 1,"
                           " \"options\": {\"full-pcpus-only\": 3}}",

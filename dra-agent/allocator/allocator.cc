@@ -11,7 +11,7 @@ namespace dracpu::allocator {
 namespace {
 
 // The placement of `count` CPUs among `candidates`, by the distributed or the packed policy.
-Result<CpuSet> Place(const TopologyIndex& index, const AllocatorOptions& options,
+Result<CpuSet> Place(const TopologyIndex& index, const PlacementPolicy& options,
                      const CpuSet& candidates, int count) {
   const PlacementSearch search(index, options, candidates);
   if (options.distribute_cpus_across_numa) {
@@ -27,7 +27,7 @@ Result<CpuSet> Place(const TopologyIndex& index, const AllocatorOptions& options
 }  // namespace
 
 Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& request,
-                        const AllocatorOptions& options) {
+                        const PlacementPolicy& options) {
   if (request.count < 0) {
     return InvalidArgumentError("request of " + std::to_string(request.count) + " CPUs");
   }

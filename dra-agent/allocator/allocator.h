@@ -34,6 +34,6 @@ struct AllocationRequest {
 };
 
 Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& request,
-                        const AllocatorOptions& options);
+                        const PlacementPolicy& options);
 
 }  // namespace dracpu::allocator

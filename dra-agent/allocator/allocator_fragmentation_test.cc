@@ -152,7 +152,7 @@ TEST_P(NeverWorseThanGreedyTest, OnRandomFreeSets) {
     }
     const int n = 1 + static_cast<int>(rng() % 40);
     if (free.Count() < n) continue;
-    Result<CpuSet> ours = Allocate(*index, {free, n, {}, {}}, AllocatorOptions());
+    Result<CpuSet> ours = Allocate(*index, {free, n, {}, {}}, PlacementPolicy());
     ASSERT_THAT(ours, IsOk());
     const CpuSet greedy = GreedyTake(*topo, free, n);
     ASSERT_EQ(greedy.Count(), n);
@@ -188,7 +188,7 @@ TEST(AllocatorFragmentationTest, AdmitsAtLeastAsManyFullL3RequestsAsGreedy) {
   ASSERT_EQ(topo->l3_caches.size(), 24u);
   Result<TopologyIndex> index = TopologyIndex::Build(*topo);
   ASSERT_THAT(index, IsOk());
-  const AllocatorOptions options;
+  const PlacementPolicy options;
   Outcome ours_total, greedy_total;
   for (uint32_t seed = 1; seed <= 8; ++seed) {
     const Outcome ours = Replay(seed, *topo, *index, [&](const CpuSet& free, int n) {

@@ -44,7 +44,7 @@ Machine Synthetic(const testing::SyntheticShape& shape) {
 Result<CpuSet> Take(const Machine& m, const CpuSet& available, int count,
                     std::vector<std::pair<std::string, std::string>> options = {},
                     CpuSet reserved = {}, std::vector<int> hint = {}) {
-  ASSIGN_OR_RETURN(AllocatorOptions parsed, ParseAllocatorOptions(options));
+  ASSIGN_OR_RETURN(PlacementPolicy parsed, ParseKubeletOptions(options));
   return Allocate(m.index, {available, count, reserved, hint}, parsed);
 }
 
@@ -277,8 +277,8 @@ TEST_F(WeaknessTest, EveryCaseTopologyMeetsHardConstraintsUnderEveryOptionSet) {
     const Machine m = Load(dir, name);
     ++topologies;
     for (const auto& options : option_sets) {
-      ASSERT_THAT(ParseAllocatorOptions(options), IsOk());
-      const AllocatorOptions parsed = *ParseAllocatorOptions(options);
+      ASSERT_THAT(ParseKubeletOptions(options), IsOk());
+      const PlacementPolicy parsed = *ParseKubeletOptions(options);
       for (int round = 0; round < 12; ++round) {
         const int busy_percent = static_cast<int>(rng() % 80);
         CpuSet free;

@@ -34,7 +34,7 @@ void ForEachCombination(int n, int k, int budget,
 
 }  // namespace
 
-Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const AllocatorOptions& options,
+Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const PlacementPolicy& options,
                                 const PlacementSearch& search, int count) {
   int group = options.numa_distribution_group;
   if (group <= 0) group = options.full_pcpus_only ? std::max(1, index.uniform_width()) : 1;

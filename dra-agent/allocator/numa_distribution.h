@@ -17,7 +17,7 @@
 
 namespace dracpu::allocator {
 
-Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const AllocatorOptions& options,
+Result<CpuSet> PlaceDistributed(const TopologyIndex& index, const PlacementPolicy& options,
                                 const PlacementSearch& search, int count);
 
 }  // namespace dracpu::allocator

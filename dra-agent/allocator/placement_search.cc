@@ -114,7 +114,7 @@ bool Contains(const std::vector<int>& v, int x) {
 
 }  // namespace
 
-PlacementSearch::PlacementSearch(const TopologyIndex& index, const AllocatorOptions& options,
+PlacementSearch::PlacementSearch(const TopologyIndex& index, const PlacementPolicy& options,
                                  const CpuSet& candidates)
     : index_(index), options_(options) {
   const auto& cores = index.cores();

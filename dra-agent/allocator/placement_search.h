@@ -36,7 +36,7 @@ namespace dracpu::allocator {
 class PlacementSearch {
  public:
   // `candidates` must be CPUs of the topology.
-  PlacementSearch(const TopologyIndex& index, const AllocatorOptions& options,
+  PlacementSearch(const TopologyIndex& index, const PlacementPolicy& options,
                   const CpuSet& candidates);
 
   // Free threads of a core among the candidates / what it can contribute (whole cores only
@@ -80,7 +80,7 @@ class PlacementSearch {
   std::vector<int> OrderCells(std::vector<int> cells) const;
 
   const TopologyIndex& index_;
-  const AllocatorOptions& options_;
+  const PlacementPolicy& options_;
   std::vector<uint32_t> mask_;  // free threads per core
   std::vector<int> free_;       // popcount(mask_)
   std::vector<int> capacity_;   // usable CPUs per core

@@ -1,14 +1,24 @@
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 
+#include <fcntl.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <ctime>
+#include <filesystem>
 #include <optional>
 #include <ostream>
+#include <system_error>
 
 #include "common/file_system.h"
+#include "common/sysfs_overlay.h"
 #include "common/topology_discovery.h"
+#include "common/unique_fd.h"
+#include "dra-agent/diagnostics/running_agent.h"
 #include "dra-agent/diagnostics/topology_report.h"
 #include "dra-agent/kube/curl_http_client.h"
 #include "dracpu_version.h"
@@ -21,12 +31,21 @@ namespace dracpu::dra {
 namespace {
 
 enum class Format { kYaml, kJson, kSummary };
+enum class Output { kDefault, kStdout, kDirectory };
 
 constexpr char kUsage[] =
-    "usage: dracpu-dra-agent gatherinfo [--sysfs-root DIR] [--format yaml|json|summary] "
-    "[--no-pcie] [--shm-path P] [--no-map] [--agent URL | --no-agent]\n"
-    "  --sysfs-root DIR  read DIR/sys/... (default /)\n"
+    "usage: dracpu-dra-agent gatherinfo [--stdout | --output-dir DIR] [--format "
+    "yaml|json|summary]\n"
+    "                                   [--sysfs-root DIR] [--proc-root DIR] [--no-pcie]\n"
+    "                                   [--shm-path P] [--no-map] [--agent URL | --no-agent]\n"
+    "  --stdout          print the report (the default, except as dracpu-gatherinfo)\n"
+    "  --output-dir DIR  write it to DIR/dracpu-gatherinfo-YYYYMMDD-HHMMSS-<pid>.<format>\n"
+    "                    (mode 0600, never over an existing file) and print the path\n"
     "  --format F        yaml (default), json, or summary (a short table for people)\n"
+    "  --sysfs-root DIR  read DIR/sys/... (default $HOST_ROOT, else /); the running agent's\n"
+    "                    sysfsOverlay applies only without this flag\n"
+    "  --proc-root DIR   find the running dracpu-dra-agent under DIR/proc (default $HOST_ROOT,\n"
+    "                    else /) and report its effective configuration as driverConfig\n"
     "  --no-pcie         do not read PCIe root complexes\n"
     "  --shm-path P      the segment whose CPU owners the node map shows\n"
     "                    (default /run/dracpu/state.v<MAJOR>.shm)\n"
@@ -34,13 +53,18 @@ constexpr char kUsage[] =
     "  --agent URL       also show the running dra-agent's ResourceSlice state (what the API\n"
     "                    server refused, what it keeps) from URL/debug/resourceslices\n"
     "                    (default http://127.0.0.1:8080, the agent's --bind-address)\n"
-    "  --no-agent        do not ask the agent\n";
+    "  --no-agent        do not ask the agent\n"
+    "As dracpu-gatherinfo (the reference driver's name) it writes a temporary file by default.\n";
 
 constexpr char kDefaultAgent[] = "http://127.0.0.1:8080";
 
 struct Flags {
-  std::string sysfs_root = "/";
+  std::string sysfs_root;
+  bool sysfs_root_set = false;
+  std::string proc_root;
   Format format = Format::kYaml;
+  Output output = Output::kDefault;
+  std::string output_dir;
   bool pcie = true;
   bool map = true;
   std::string shm_path = shm::DefaultSegmentPath();
@@ -48,10 +72,13 @@ struct Flags {
   std::string agent_url = kDefaultAgent;  // "" = do not ask
 };
 
-// Accepts "--flag value" and "--flag=value". Returns false with a message on bad input.
+// Accepts "--flag value" and "--flag=value" (and one leading dash, as Go flags do). Returns false
+// with a message on bad input.
 bool ParseFlags(const std::vector<std::string>& args, Flags& flags, std::string& error) {
+  bool stdout_set = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
+    if (arg.rfind("-", 0) == 0 && arg.rfind("--", 0) != 0 && arg.size() > 2) arg = "-" + arg;
     std::string value;
     bool has_value = false;
     const size_t eq = arg.find('=');
@@ -69,15 +96,29 @@ bool ParseFlags(const std::vector<std::string>& args, Flags& flags, std::string&
       value = args[++i];
       return true;
     };
+    auto non_empty = [&]() {
+      if (!take_value()) return false;
+      if (value.empty()) error = arg + " must not be empty";
+      return !value.empty();
+    };
     if (arg == "-h" || arg == "--help") {
       flags.help = true;
     } else if (arg == "--sysfs-root") {
-      if (!take_value()) return false;
-      if (value.empty()) {
-        error = "--sysfs-root must not be empty";
+      if (!non_empty()) return false;
+      flags.sysfs_root = value;
+      flags.sysfs_root_set = true;
+    } else if (arg == "--proc-root") {
+      if (!non_empty()) return false;
+      flags.proc_root = value;
+    } else if (arg == "--output-dir") {
+      if (!non_empty()) return false;
+      flags.output_dir = value;
+    } else if (arg == "--stdout") {
+      if (has_value && value != "true") {
+        error = "--stdout takes no value";
         return false;
       }
-      flags.sysfs_root = value;
+      stdout_set = true;
     } else if (arg == "--format") {
       if (!take_value()) return false;
       if (value == "yaml") {
@@ -115,6 +156,12 @@ bool ParseFlags(const std::vector<std::string>& args, Flags& flags, std::string&
       return false;
     }
   }
+  if (stdout_set && !flags.output_dir.empty()) {
+    error = "--stdout and --output-dir cannot be used together";
+    return false;
+  }
+  if (stdout_set) flags.output = Output::kStdout;
+  if (!flags.output_dir.empty()) flags.output = Output::kDirectory;
   return true;
 }
 
@@ -216,9 +263,64 @@ std::string AgentSummary(const std::string& section_json) {
   return out;
 }
 
-}  // namespace
+const char* Extension(Format f) {
+  switch (f) {
+    case Format::kJson:
+      return "json";
+    case Format::kSummary:
+      return "txt";
+    case Format::kYaml:
+      break;
+  }
+  return "yaml";
+}
 
-int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
+// Creates the report file: in `dir` with the reference's timestamped name (O_EXCL, 0600; `dir`
+// made 0755), or a temporary file in `temp_dir` when `dir` is empty. Sets `path`.
+Result<UniqueFd> CreateReportFile(const std::string& dir, const std::string& temp_dir,
+                                  Format format, std::string& path) {
+  const std::string ext = Extension(format);
+  if (dir.empty()) {
+    path = (temp_dir.empty() ? std::string("/tmp") : temp_dir) + "/dracpu-gatherinfo-XXXXXX." + ext;
+    UniqueFd fd(::mkstemps(path.data(), static_cast<int>(ext.size() + 1)));
+    if (!fd) return ErrnoStatus("create " + path, errno);
+    return fd;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InternalError("create " + dir + ": " + ec.message());
+  ::chmod(dir.c_str(), 0755);
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  path = dir + "/dracpu-gatherinfo-" + stamp + "-" + std::to_string(::getpid()) + "." + ext;
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) {
+    if (errno == EEXIST) return AlreadyExistsError("output file already exists: " + path);
+    return ErrnoStatus("create " + path, errno);
+  }
+  return fd;
+}
+
+Status WriteReport(const std::string& text, const std::string& dir, const std::string& temp_dir,
+                   Format format, std::string& path) {
+  ASSIGN_OR_RETURN(UniqueFd fd, CreateReportFile(dir, temp_dir, format, path));
+  std::string_view rest = text;
+  Status written;
+  while (!rest.empty() && written.ok()) {
+    const ssize_t n = ::write(fd.get(), rest.data(), rest.size());
+    if (n < 0 && errno != EINTR) written = ErrnoStatus("write " + path, errno);
+    if (n > 0) rest.remove_prefix(static_cast<size_t>(n));
+  }
+  if (written.ok() && ::fsync(fd.get()) != 0) written = ErrnoStatus("fsync " + path, errno);
+  fd.Reset();
+  if (!written.ok()) ::unlink(path.c_str());  // no half report left behind
+  return written;
+}
+
+int Run(const std::vector<std::string>& args, CommandIo io, bool file_by_default) {
   Flags flags;
   std::string error;
   if (!ParseFlags(args, flags, error)) {
@@ -229,7 +331,33 @@ int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
     io.out << kUsage;
     return kExitOk;
   }
+  const std::string host_root = io.host_root.empty() ? "/" : io.host_root;
+  if (flags.sysfs_root.empty()) flags.sysfs_root = host_root;
+  if (flags.proc_root.empty()) flags.proc_root = host_root;
+
+  ReportHeader header{"dracpu-dra-agent", DRACPU_VERSION, flags.sysfs_root, std::nullopt, ""};
+  std::string overlay_path;
+  std::unique_ptr<FileSystem> proc_fs;
+  if (auto fs = NewPosixFileSystem(flags.proc_root); fs.ok()) {
+    proc_fs = std::move(fs).value();
+    auto agent = FindRunningAgent(*proc_fs, ::getpid());
+    if (agent.ok()) {
+      header.driver = DriverSection{agent->pid, EffectiveConfigFields(agent->config)};
+      for (const std::string& w : agent->warnings) {
+        io.err << "gatherinfo: dracpu-dra-agent pid " << agent->pid << ": " << w << "\n";
+      }
+      if (!flags.sysfs_root_set) overlay_path = agent->overlay_path;
+    } else {
+      io.err << "gatherinfo: " << agent.status().message() << ": no driverConfig in the report\n";
+    }
+  } else {
+    io.err << "gatherinfo: --proc-root: " << fs.status().message() << "\n";
+  }
+
   Result<std::unique_ptr<FileSystem>> fs = NewPosixFileSystem(flags.sysfs_root);
+  if (fs.ok() && !overlay_path.empty()) {
+    fs = WithSysfsOverlay(std::move(fs).value(), *proc_fs, overlay_path);
+  }
   if (!fs.ok()) {
     io.err << "gatherinfo: " << fs.status().ToString() << "\n";
     return kExitFailed;
@@ -241,30 +369,29 @@ int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
     io.err << "gatherinfo: " << topo.status().ToString() << "\n";
     return kExitFailed;
   }
-  ReportHeader header{std::string("dracpu-dra-agent ") + DRACPU_VERSION, flags.sysfs_root, ""};
+  std::string report;
   if (flags.map) header.node_map = NodeMapText(*topo, flags.shm_path);
   const std::string agent = flags.agent_url.empty() ? "" : AgentSection(flags.agent_url);
   switch (flags.format) {
     case Format::kJson: {
       if (agent.empty()) {
-        io.out << RenderTopologyJson(*topo, header);
+        report = RenderTopologyJson(*topo, header);
         break;
       }
-      rapidjson::Document report;
-      report.Parse(RenderTopologyJson(*topo, header).c_str());
-      rapidjson::Document section(&report.GetAllocator());
+      rapidjson::Document doc;
+      doc.Parse(RenderTopologyJson(*topo, header).c_str());
+      rapidjson::Document section(&doc.GetAllocator());
       section.Parse(agent.c_str());
-      report.AddMember("agent", rapidjson::Value(section, report.GetAllocator()),
-                       report.GetAllocator());
+      doc.AddMember("agent", rapidjson::Value(section, doc.GetAllocator()), doc.GetAllocator());
       rapidjson::StringBuffer b;
       rapidjson::Writer<rapidjson::StringBuffer> w(b);
-      report.Accept(w);
-      io.out << b.GetString() << "\n";
+      doc.Accept(w);
+      report = std::string(b.GetString()) + "\n";
       break;
     }
     case Format::kSummary:
-      io.out << RenderTopologySummary(*topo, header);
-      if (!agent.empty()) io.out << AgentSummary(agent);
+      report = RenderTopologySummary(*topo, header);
+      if (!agent.empty()) report += AgentSummary(agent);
       break;
     case Format::kYaml: {
       Result<std::string> yaml = RenderTopologyYaml(*topo, header);
@@ -272,15 +399,36 @@ int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
         io.err << "gatherinfo: " << yaml.status().ToString() << "\n";
         return kExitFailed;
       }
-      io.out << *yaml;
+      report = std::move(yaml).value();
       // JSON is YAML flow syntax: the agent's state as one more top-level key.
-      if (!agent.empty())
-        io.out << (yaml->back() == '\n' ? "" : "\n") << "agent: " << agent << "\n";
+      if (!agent.empty()) {
+        report += std::string(report.back() == '\n' ? "" : "\n") + "agent: " + agent + "\n";
+      }
       break;
     }
   }
-  io.out.flush();
-  return io.out ? kExitOk : kExitFailed;
+  if (flags.output == Output::kStdout || (flags.output == Output::kDefault && !file_by_default)) {
+    io.out << report;
+    io.out.flush();
+    return io.out ? kExitOk : kExitFailed;
+  }
+  std::string path;
+  if (Status s = WriteReport(report, flags.output_dir, io.temp_dir, flags.format, path); !s.ok()) {
+    io.err << "gatherinfo: " << s.message() << "\n";
+    return kExitFailed;
+  }
+  io.err << "gatherinfo: report written to " << path << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
+  return Run(args, io, /*file_by_default=*/false);
+}
+
+int LegacyGatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
+  return Run(args, io, /*file_by_default=*/true);
 }
 
 }  // namespace dracpu::dra

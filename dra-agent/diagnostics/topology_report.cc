@@ -63,7 +63,10 @@ class TreeBuilder {
     doc_.SetObject();
     Value& root = doc_;
     Add(root, "layoutVersion", std::string("v1"));
-    Add(root, "toolVersion", header.tool_version);
+    Value tool(rapidjson::kObjectType);
+    Add(tool, "name", header.tool_name);
+    Add(tool, "version", header.tool_version);
+    Add(root, "toolVersion", std::move(tool));
     Add(root, "sysfsRoot", header.sysfs_root);
     Value t(rapidjson::kObjectType);
     Add(t, "online", topo.online);
@@ -130,6 +133,21 @@ class TreeBuilder {
     }
     Add(t, "pcieRoots", std::move(roots));
     Add(root, "topology", std::move(t));
+    Add(root, "cpuDetails", CpuDetails(topo));
+    if (header.driver) {
+      Value d(rapidjson::kObjectType);
+      for (const ConfigField& f : header.driver->fields) {
+        if (const auto* s = std::get_if<std::string>(&f.value)) {
+          d.AddMember(Str(f.key), Str(*s), alloc_);
+        } else if (const auto* b = std::get_if<bool>(&f.value)) {
+          d.AddMember(Str(f.key), Value(*b), alloc_);
+        } else {
+          d.AddMember(Str(f.key), Value(std::get<int>(f.value)), alloc_);
+        }
+      }
+      Add(d, "driverPid", header.driver->pid);
+      Add(root, "driverConfig", std::move(d));
+    }
     Value warnings(rapidjson::kArrayType);
     for (const std::string& w : topo.warnings) Push(warnings, Str(w));
     Add(root, "warnings", std::move(warnings));
@@ -137,6 +155,50 @@ class TreeBuilder {
   }
 
  private:
+  // The reference gatherinfo's view: its per-CPU fields and counts. coreID is dracpu's core id
+  // (the core's lowest CPU, as dra.cpu/coreID), sibling the other thread of a 2-thread core.
+  Value CpuDetails(const CpuTopology& topo) {
+    std::map<int, const NumaNode*> nodes;
+    for (const NumaNode& n : topo.numa_nodes) nodes[n.id] = &n;
+    std::map<int, const Core*> cores;
+    for (const Core& c : topo.cores) cores[c.id] = &c;
+    int numa_with_cpus = 0;
+    for (const NumaNode& n : topo.numa_nodes) numa_with_cpus += n.cpus.Empty() ? 0 : 1;
+    Value summary(rapidjson::kObjectType);
+    Add(summary, "numCPUs", topo.online.Count());
+    Add(summary, "numCores", static_cast<int>(topo.cores.size()));
+    Add(summary, "numUncoreCache", static_cast<int>(topo.l3_caches.size()));
+    Add(summary, "numSockets", static_cast<int>(topo.packages.size()));
+    Add(summary, "numNUMANodes", numa_with_cpus);
+    Add(summary, "smtEnabled", topo.smt_enabled);
+    Value cpus(rapidjson::kArrayType);
+    for (const CpuInfo& c : topo.cpus) {
+      Value o(rapidjson::kObjectType);
+      Add(o, "cpuID", c.id);
+      Add(o, "coreID", c.core);
+      Add(o, "socketID", c.package);
+      Add(o, "clusterID", c.cluster);
+      Add(o, "numaNodeID", c.numa_node);
+      if (auto n = nodes.find(c.numa_node); n != nodes.end()) {
+        Add(o, "numaNodeCPUSet", n->second->cpus);
+      }
+      int sibling = -1;
+      if (auto core = cores.find(c.core); core != cores.end() && core->second->cpus.Count() == 2) {
+        for (const int other : core->second->cpus) {
+          if (other != c.id) sibling = other;
+        }
+      }
+      Add(o, "sibling", sibling);
+      Add(o, "coreType", std::string(CoreTypeName(c.type)));
+      Add(o, "uncoreCacheID", c.l3);
+      Push(cpus, std::move(o));
+    }
+    Value details(rapidjson::kObjectType);
+    Add(details, "topology", std::move(summary));
+    Add(details, "cpus", std::move(cpus));
+    return details;
+  }
+
   Document& doc_;
   Document::AllocatorType& alloc_;
 };
@@ -207,7 +269,8 @@ Result<std::string> RenderTopologyYaml(const CpuTopology& topo, const ReportHead
 
 std::string RenderTopologySummary(const CpuTopology& topo, const ReportHeader& header) {
   std::ostringstream os;
-  os << "CPU topology of " << header.sysfs_root << " (" << header.tool_version << ")\n";
+  os << "CPU topology of " << header.sysfs_root << " (" << header.tool_name << " "
+     << header.tool_version << ")\n";
   os << "  CPUs      online " << Counted(topo.online) << ", offline " << OrDash(topo.offline)
      << ", present " << OrDash(topo.present) << ", isolated " << OrDash(topo.isolated) << "\n";
   os << "  SMT       " << (topo.smt_enabled ? "on" : "off");
@@ -270,6 +333,16 @@ std::string RenderTopologySummary(const CpuTopology& topo, const ReportHeader& h
     for (const PcieRoot& r : topo.pcie_roots) {
       os << "    " << r.name << ": " << OrDash(r.cpus) << "\n";
     }
+  }
+  if (header.driver) {
+    os << "  Driver    pid " << header.driver->pid;
+    for (const ConfigField& f : header.driver->fields) {
+      if (f.key == "cpuDeviceMode" || f.key == "groupBy" || f.key == "reservedCPUs") {
+        os << ", " << f.key << " ";
+        if (const auto* v = std::get_if<std::string>(&f.value)) os << (v->empty() ? "-" : *v);
+      }
+    }
+    os << "\n";
   }
   os << "  Warnings  " << (topo.warnings.empty() ? "none" : std::to_string(topo.warnings.size()))
      << "\n";

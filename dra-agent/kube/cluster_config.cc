@@ -1,6 +1,6 @@
 #include "dra-agent/kube/cluster_config.h"
 
-#include "dra-agent/kube/yaml_adapter.h"
+#include "common/yaml_tree.h"
 
 namespace dracpu::kube {
 namespace {

@@ -16,28 +16,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-allocator::AllocatorOptions ToAllocatorOptions(const PlacementPolicy& p, bool strict) {
-  allocator::AllocatorOptions o;
-  o.full_pcpus_only = p.full_pcpus_only;
-  o.distribute_cpus_across_numa = p.distribute_cpus_across_numa;
-  o.align_by_socket = p.align_by_socket;
-  o.prefer_align_cpus_by_uncorecache = p.prefer_align_cpus_by_uncorecache;
-  o.distribute_cpus_across_cores = p.distribute_cpus_across_cores;
-  o.strict_cpu_reservation = strict;
-  switch (p.core_type) {
-    case CoreTypePreference::kPerformance:
-      o.core_type = allocator::CoreTypePreference::kPerformance;
-      break;
-    case CoreTypePreference::kEfficiency:
-      o.core_type = allocator::CoreTypePreference::kEfficiency;
-      break;
-    case CoreTypePreference::kAny:
-      o.core_type = allocator::CoreTypePreference::kAny;
-      break;
-  }
-  return o;
-}
-
 // The kubelet's words for the claim, escaped: this goes into answers and logs before anything
 // has validated it.
 std::string Key(const ClaimRef& ref) {
@@ -65,33 +43,15 @@ CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology,
                                    const allocator::TopologyIndex& index,
                                    const DeviceCatalog& catalog, shm::Segment& segment,
                                    CdiStore& cdi, ClaimFetcher fetch, PreparerOptions options,
-                                   MetricsRegistry* metrics)
+                                   DraMetrics* metrics)
     : topology_(topology),
       index_(index),
       catalog_(catalog),
       segment_(segment),
       cdi_(cdi),
       fetch_(std::move(fetch)),
-      options_(std::move(options)) {
-  if (metrics != nullptr) {
-    prepare_total_ =
-        &metrics->AddCounter("dra_cpu_prepare_claims_total",
-                             "Claims handled by NodePrepareResources, by result.", {"result"});
-    unprepare_total_ =
-        &metrics->AddCounter("dra_cpu_unprepare_claims_total",
-                             "Claims handled by NodeUnprepareResources, by result.", {"result"});
-    for (const char* r : {"success", "error"}) {
-      prepare_total_->Add({r}, 0);
-      unprepare_total_->Add({r}, 0);
-    }
-    prepare_seconds_ =
-        &metrics->AddHistogram("dra_cpu_prepare_claim_duration_seconds",
-                               "Per-claim NodePrepareResources latency.", {}, LatencyBuckets());
-    unprepare_seconds_ =
-        &metrics->AddHistogram("dra_cpu_unprepare_claim_duration_seconds",
-                               "Per-claim NodeUnprepareResources latency.", {}, LatencyBuckets());
-  }
-}
+      options_(std::move(options)),
+      metrics_(metrics) {}
 
 std::string CpuClaimPreparer::ClaimKey(const ClaimRef& ref) const { return Key(ref); }
 
@@ -133,9 +93,10 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
   const double seconds = SecondsSince(start);
   for (size_t i = 0; i < claims.size(); ++i) {
     ClaimPrepareResult& r = staged[i].result;
-    if (prepare_total_ != nullptr) {
-      prepare_total_->Add({r.error.empty() ? "success" : "error"}, 1);
-      prepare_seconds_->Observe({}, seconds);
+    if (metrics_ != nullptr) {
+      metrics_->prepare_claims.Add({r.error.empty() ? DraMetrics::kSuccess : DraMetrics::kError},
+                                   1);
+      metrics_->prepare_seconds.Observe({}, seconds);
     }
     out[claims[i].uid] = std::move(r);
   }
@@ -148,9 +109,10 @@ std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
   for (const ClaimRef& ref : claims) {
     const auto start = Clock::now();
     std::string error = UnprepareOne(ref);
-    if (unprepare_total_ != nullptr) {
-      unprepare_total_->Add({error.empty() ? "success" : "error"}, 1);
-      unprepare_seconds_->Observe({}, SecondsSince(start));
+    if (metrics_ != nullptr) {
+      metrics_->unprepare_claims.Add({error.empty() ? DraMetrics::kSuccess : DraMetrics::kError},
+                                     1);
+      metrics_->unprepare_seconds.Observe({}, SecondsSince(start));
     }
     out[ref.uid] = std::move(error);
   }
@@ -187,7 +149,7 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
       return InvalidArgumentError(what + ": no such device on this node");
     }
     ASSIGN_OR_RETURN(const RequestConfig config, ConfigForRequest(claim, r->request));
-    const PlacementPolicy policy = ApplyOverride(options_.policy, config.policy);
+    const PlacementPolicy policy = config.policy.ApplyTo(options_.policy);
     align_memory = align_memory || policy.align_memory;
     CpuSet cpus;
     if (catalog_.options.mode == CpuDeviceMode::kIndividual) {
@@ -260,8 +222,7 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
         allocator::AllocationRequest request;
         request.available = device->group_cpus & (free - chosen);
         request.count = static_cast<int>(count);
-        auto placed = allocator::Allocate(
-            index_, request, ToAllocatorOptions(policy, options_.strict_cpu_reservation));
+        auto placed = allocator::Allocate(index_, request, policy);
         if (!placed.ok()) {
           if (!r->consumed_cpu) {
             return placed.status().WithContext(
@@ -406,7 +367,10 @@ void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Sta
     Staged& s = staged[i];
     s.spec.state = shm::ClaimState::kPrepared;
     Status marked = txn.ok() ? txn->UpsertClaim(s.spec) : txn.status();
-    if (marked.ok()) continue;
+    if (marked.ok()) {
+      if (metrics_ != nullptr) metrics_->claim_allocated_cpus.Observe({}, s.spec.cpus.Count());
+      continue;
+    }
     s.result = {{}, "claim " + Key(refs[i]) + ": " + marked.message()};
     if (s.reserved) {
       cdi_.Remove(refs[i].uid).IgnoreError();

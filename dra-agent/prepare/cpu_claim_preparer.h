@@ -36,9 +36,9 @@
 
 #include "common/cpu_topology.h"
 #include "common/driver_config.h"
-#include "common/metrics.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
+#include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/prepare/claim_preparer.h"
 #include "dra-agent/prepare/resource_claim.h"
 #include "dra-agent/slices/device_catalog.h"
@@ -67,7 +67,7 @@ class CpuClaimPreparer final : public ClaimPreparer {
   // All references must outlive the preparer. `metrics` may be null.
   CpuClaimPreparer(const CpuTopology& topology, const allocator::TopologyIndex& index,
                    const DeviceCatalog& catalog, shm::Segment& segment, CdiStore& cdi,
-                   ClaimFetcher fetch, PreparerOptions options, MetricsRegistry* metrics);
+                   ClaimFetcher fetch, PreparerOptions options, DraMetrics* metrics);
 
   std::map<std::string, ClaimPrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
   std::map<std::string, std::string> Unprepare(const std::vector<ClaimRef>& claims) override;
@@ -115,10 +115,7 @@ class CpuClaimPreparer final : public ClaimPreparer {
   CdiStore& cdi_;
   const ClaimFetcher fetch_;
   const PreparerOptions options_;
-  Metric* prepare_total_ = nullptr;
-  Metric* unprepare_total_ = nullptr;
-  Metric* prepare_seconds_ = nullptr;
-  Metric* unprepare_seconds_ = nullptr;
+  DraMetrics* const metrics_;  // may be null
   std::array<std::mutex, 64> claim_locks_;
 };
 

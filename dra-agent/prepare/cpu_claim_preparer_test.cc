@@ -80,7 +80,7 @@ class PreparerTest : public ::testing::Test {
             return NotFoundError("resourceclaims \"" + name + "\" not found");
           return it->second;
         },
-        po, &metrics_);
+        po, &dra_metrics_);
   }
 
   ClaimRef Add(const std::string& uid, const std::vector<Result_>& results,
@@ -107,6 +107,7 @@ class PreparerTest : public ::testing::Test {
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<CdiStore> cdi_;
   MetricsRegistry metrics_;
+  DraMetrics dra_metrics_{metrics_};
   std::unique_ptr<CpuClaimPreparer> preparer_;
   std::mutex mu_;
   std::map<std::string, std::string> claims_;
@@ -134,9 +135,11 @@ TEST_F(PreparerTest, GroupedClaimGetsWholeCoresInItsNumaNode) {
   EXPECT_EQ(listing.claims[0].cpus, held);
   EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state),
             shm::ClaimState::kPrepared);
-  EXPECT_EQ(metrics_.RenderText().find("dra_cpu_prepare_claims_total{result=\"success\"} 1") !=
-                std::string::npos,
-            true);
+  const std::string exposition = metrics_.RenderText();
+  EXPECT_THAT(exposition, HasSubstr("dra_cpu_prepare_claims_total{result=\"success\"} 1\n"));
+  EXPECT_THAT(exposition, HasSubstr("dra_cpu_prepare_claims_total{result=\"unknown\"} 0\n"));
+  EXPECT_THAT(exposition, HasSubstr("dra_cpu_claim_allocated_cpus_bucket{le=\"4\"} 1\n"));
+  EXPECT_THAT(exposition, HasSubstr("dra_cpu_claim_allocated_cpus_bucket{le=\"2\"} 0\n"));
 }
 
 TEST_F(PreparerTest, RepeatedPrepareIsIdempotent) {
@@ -147,6 +150,7 @@ TEST_F(PreparerTest, RepeatedPrepareIsIdempotent) {
   ASSERT_EQ(PrepareOne(ref).error, "");
   EXPECT_EQ(Held("u1"), first);
   EXPECT_EQ(cdi_->List()->claims.at(0).cpus, first);
+  EXPECT_EQ(dra_metrics_.claim_allocated_cpus.Value({}), 1) << "a repeated Prepare is not new";
 }
 
 TEST_F(PreparerTest, ResultsOfOneClaimAreDisjoint) {

@@ -58,32 +58,24 @@ bool AppliesTo(const OpaqueConfigView& c, const std::string& request) {
 }
 
 Status ParsePolicy(const Value& p, const std::string& where, PolicyOverride& out) {
-  if (!p.IsObject()) return Bad(where, "policy is not an object");
+  if (!p.IsObject()) return Bad(where + ".policy", "not an object");
+  PolicyParser parser;
   for (const auto& m : p.GetObject()) {
     const std::string key(m.name.GetString(), m.name.GetStringLength());
     const std::string field = where + ".policy." + key;
-    auto boolean = [&](std::optional<bool>& dst) -> Status {
-      if (!m.value.IsBool()) return Bad(field, "not true or false");
-      dst = m.value.GetBool();
-      return Status::Ok();
-    };
-    if (key == "fullPCPUsOnly") {
-      RETURN_IF_ERROR(boolean(out.full_pcpus_only));
-    } else if (key == "distributeCPUsAcrossNUMA") {
-      RETURN_IF_ERROR(boolean(out.distribute_cpus_across_numa));
-    } else if (key == "alignByUncoreCache") {
-      RETURN_IF_ERROR(boolean(out.align_by_uncore_cache));
-    } else if (key == "alignMemory") {
-      RETURN_IF_ERROR(boolean(out.align_memory));
-    } else if (key == "coreType") {
-      if (!m.value.IsString()) return Bad(field, "not a string");
-      auto t = ParseCoreTypePreference(m.value.GetString());
-      if (!t.ok()) return Bad(field, t.status().message());
-      out.core_type = *t;
+    PolicyValue value;
+    if (m.value.IsBool()) {
+      value = PolicyValue::Bool(m.value.GetBool());
+    } else if (m.value.IsString()) {
+      value = PolicyValue::Text(std::string_view(m.value.GetString(), m.value.GetStringLength()));
     } else {
-      return Bad(field, "unknown key");
+      return Bad(field, "not a boolean or a string");
     }
+    if (Status s = parser.Set(key, value); !s.ok()) return Bad(field, s.message());
   }
+  Result<PolicyOverride> parsed = parser.Finish();
+  if (!parsed.ok()) return Bad(where + ".policy", parsed.status().message());
+  out = *parsed;
   return Status::Ok();
 }
 
@@ -236,16 +228,6 @@ Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std
     }
   }
   return out;
-}
-
-PlacementPolicy ApplyOverride(PlacementPolicy base, const PolicyOverride& o) {
-  if (o.full_pcpus_only) base.full_pcpus_only = *o.full_pcpus_only;
-  if (o.distribute_cpus_across_numa)
-    base.distribute_cpus_across_numa = *o.distribute_cpus_across_numa;
-  if (o.align_by_uncore_cache) base.prefer_align_cpus_by_uncorecache = *o.align_by_uncore_cache;
-  if (o.core_type) base.core_type = *o.core_type;
-  if (o.align_memory) base.align_memory = *o.align_memory;
-  return base;
 }
 
 }  // namespace dracpu::dra

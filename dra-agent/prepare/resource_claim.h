@@ -5,8 +5,10 @@
 // Opaque parameters for dra.cpu (apiVersion v1alpha1), in status.allocation.devices.config[]:
 //   {"apiVersion":"v1alpha1","cpuConfig":{"cpuset":"2-5"}}     exact CPUs (the reference's)
 //   {"apiVersion":"v1alpha1","policy":{"fullPCPUsOnly":true,   per-claim placement (ours)
-//        "distributeCPUsAcrossNUMA":false,"alignByUncoreCache":true,
+//        "distributeCPUsAcrossNUMA":false,"preferAlignCPUsByUncoreCache":true,
 //        "coreType":"performance|efficiency|any","alignMemory":false}}
+// `policy` takes every node-wide placement key under the same name (and its aliases, such as
+// the old per-claim "alignByUncoreCache"): common/placement_policy.h, one parser for both.
 // Both keys may appear in one object. A config applies to a result when its `requests` is empty
 // or names the result's request (with or without "/subrequest"). Rules (as the reference):
 // a cpuConfig from the DeviceClass (source FromClass) is refused; more than one cpuConfig or
@@ -19,7 +21,7 @@
 #include <vector>
 
 #include "common/cpu_set.h"
-#include "common/driver_config.h"
+#include "common/placement_policy.h"
 #include "common/status.h"
 
 namespace dracpu::dra {
@@ -59,24 +61,12 @@ Result<ResourceClaimView> ParseResourceClaim(std::string_view json);
 // ("1500m"), zero, negatives and other suffixes are INVALID_ARGUMENT saying so.
 Result<int64_t> ParseWholeCpuQuantity(std::string_view quantity);
 
-// Per-claim placement overrides; unset fields keep the node-wide policy.
-struct PolicyOverride {
-  std::optional<bool> full_pcpus_only;
-  std::optional<bool> distribute_cpus_across_numa;
-  std::optional<bool> align_by_uncore_cache;
-  std::optional<CoreTypePreference> core_type;
-  std::optional<bool> align_memory;
-};
-
 struct RequestConfig {
   std::optional<CpuSet> cpuset;
-  PolicyOverride policy;
+  PolicyOverride policy;  // unset keys keep the node-wide policy
 };
 
 // The dra.cpu config for one allocation result's request, merged from every applicable config.
 Result<RequestConfig> ConfigForRequest(const ResourceClaimView& claim, const std::string& request);
-
-// The node-wide policy with a claim's overrides applied.
-PlacementPolicy ApplyOverride(PlacementPolicy base, const PolicyOverride& o);
 
 }  // namespace dracpu::dra

@@ -38,7 +38,7 @@ TEST(ResourceClaim, ReadsAllocationAndConfig) {
   EXPECT_EQ(config->cpuset->ToListString(), "2-5");
   EXPECT_TRUE(*config->policy.full_pcpus_only);
   EXPECT_EQ(*config->policy.core_type, CoreTypePreference::kAny);
-  const PlacementPolicy merged = ApplyOverride(PlacementPolicy{}, config->policy);
+  const PlacementPolicy merged = config->policy.ApplyTo(PlacementPolicy{});
   EXPECT_TRUE(merged.full_pcpus_only);
   EXPECT_TRUE(merged.prefer_align_cpus_by_uncorecache);  // untouched
   // A request the config does not name gets nothing.
@@ -66,6 +66,34 @@ TEST(ResourceClaim, MalformedDocumentsNameTheField) {
       ParseResourceClaim(
           R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "x", "consumedCapacity": {"dra.cpu/cpu": 4}}]}}}})"),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a quantity string")));
+}
+
+// The per-claim `policy` takes every node-wide placement key under the config file's name, and
+// the old per-claim spelling as an alias (one parser: common/placement_policy.h).
+TEST(ResourceClaim, PolicyKeysAreTheConfigFileKeys) {
+  const std::string json =
+      R"({"metadata": {"name": "c", "uid": "u"}, "status": {"allocation": {"devices": {"results": [],
+      "config": [{"source": "FromClaim", "opaque": {"driver": "dra.cpu", "parameters":
+      {"apiVersion": "v1alpha1", "policy": {"fullPCPUsOnly": true, "distributeCPUsAcrossNUMA": true,
+       "alignBySocket": true, "preferAlignCPUsByUncoreCache": false, "coreType": "efficiency",
+       "alignMemory": true}}}},
+      {"source": "FromClaim", "requests": ["b"], "opaque": {"driver": "dra.cpu", "parameters":
+      {"apiVersion": "v1alpha1", "policy": {"distributeCPUsAcrossCores": "true",
+       "alignByUncoreCache": false}}}}]}}}})";
+  auto claim = ParseResourceClaim(json);
+  ASSERT_THAT(claim, IsOk());
+  auto a = ConfigForRequest(*claim, "a");
+  ASSERT_THAT(a, IsOk());
+  const PlacementPolicy p = a->policy.ApplyTo(PlacementPolicy{});
+  EXPECT_TRUE(p.full_pcpus_only);
+  EXPECT_TRUE(p.distribute_cpus_across_numa);
+  EXPECT_TRUE(p.align_by_socket);
+  EXPECT_FALSE(p.prefer_align_cpus_by_uncorecache);
+  EXPECT_EQ(p.core_type, CoreTypePreference::kEfficiency);
+  EXPECT_TRUE(p.align_memory);
+  // Request b gets the first config (no requests: all) and its own: one policy too many.
+  EXPECT_THAT(ConfigForRequest(*claim, "b"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("more than one policy")));
 }
 
 struct BadConfig {
@@ -110,7 +138,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"coreType": "big"}})", "FromClaim",
                   "is not one of"},
         BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"turbo": true}})", "FromClaim",
-                  "policy.turbo: unknown key"},
+                  "policy.turbo: unknown placement key"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"fullPCPUsOnly": true,
+                     "distributeCPUsAcrossCores": true}})",
+                  "FromClaim", "cannot both be true"},
+        BadConfig{R"({"apiVersion": "v1alpha1", "policy": {"alignByUncoreCache": true,
+                     "preferAlignCPUsByUncoreCache": true}})",
+                  "FromClaim", "two spellings"},
         BadConfig{R"({"apiVersion": "v1alpha1", "extra": 1})", "FromClaim", "extra: unknown key"},
         BadConfig{R"([1])", "FromClaim", "not a JSON object"}));
 

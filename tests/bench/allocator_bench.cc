@@ -55,7 +55,7 @@ void BM_BaselineOnePass(benchmark::State& state) {
 
 void BM_Allocate(benchmark::State& state) {
   const Machine& m = HalfBusy();
-  const AllocatorOptions options;
+  const PlacementPolicy options;
   const AllocationRequest request{m.free, static_cast<int>(state.range(0)), {}, {}};
   for (auto _ : state) {
     Result<CpuSet> cpus = Allocate(m.index, request, options);

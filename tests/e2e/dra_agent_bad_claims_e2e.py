@@ -83,7 +83,7 @@ CASES = [
     ("opaque without apiVersion", lambda u: claim(u, "cpudevnuma000", "1", opaque({"cpuConfig": {"cpuset": "1"}})),
      "opaque.parameters.apiVersion: missing (must be v1alpha1)"),
     ("opaque unknown policy key", lambda u: claim(u, "cpudevnuma000", "1", opaque(
-        {"apiVersion": "v1alpha1", "policy": {"fullPCPUs": True}})), "policy.fullPCPUs: unknown key"),
+        {"apiVersion": "v1alpha1", "policy": {"fullPCPUs": True}})), "policy.fullPCPUs: unknown placement key"),
     ("cpuConfig from the DeviceClass", lambda u: claim(u, "cpudevnuma000", "1", opaque(
         {"apiVersion": "v1alpha1", "cpuConfig": {"cpuset": "1"}}, source="FromClass")),
      "a cpuConfig from the DeviceClass is not allowed"),

@@ -148,6 +148,49 @@ def spec_cpus(node, uid):
     return cpulist(env.split("=", 1)[1])
 
 
+def reference_metrics(shared):
+    """(name, type, labels) of the table in reference-driver.md, section 2.13."""
+    with open(os.path.join(shared, "spec", "reference-driver.md")) as f:
+        text = f.read()
+    section = text[text.index("### 2.13 Metrics"):]
+    section = section[:section.index("\n### ", 4)]
+    rows = re.findall(r"^\| `(dra_cpu_\w+)` \| (\w+) \| ([^|]*) \|", section, re.M)
+    out = []
+    for name, kind, labels in rows:
+        out.append((name, kind, re.findall(r"`(\w+)`(?: =)?", labels.split("=")[0]) if "`" in labels else []))
+    return out
+
+
+def check_reference_metrics(build, shared, exposition):
+    """Issue 16 item 2: every metric of the reference driver, with its type and label names, in
+    our exposition (and in `introspect metrics`), result="unknown" included."""
+    rows = reference_metrics(shared)
+    check(len(rows) == 8, "reference-driver.md 2.13 lists the reference's 8 metrics: %s" % rows)
+    r = subprocess.run([os.path.join(build, "dra-agent/dracpu-dra-agent"), "introspect", "metrics"],
+                       capture_output=True, text=True, check=True)
+    described = {d["name"]: d for d in json.loads(r.stdout)}
+    for name, kind, labels in rows:
+        check("# TYPE %s %s\n" % (name, kind) in exposition, "/metrics: %s is a %s" % (name, kind))
+        samples = [l for l in exposition.splitlines() if l.startswith(name) and not l.startswith("#")]
+        if kind == "histogram":
+            check(any(l.startswith(name + "_bucket{le=") for l in samples) and
+                  any(l.startswith(name + "_count ") for l in samples), "/metrics: %s has buckets" % name)
+        for label in labels:
+            check(all(("{%s=" % label) in l for l in samples), "/metrics: %s is labelled %s" % (name, label))
+            if label == "result":
+                for value in ("success", "error", "unknown"):
+                    check(any('%s="%s"' % (label, value) in l for l in samples),
+                          '/metrics: %s{result="%s"} present' % (name, value))
+        if not labels and kind != "histogram":
+            check(any(l.split(" ")[0] == name for l in samples), "/metrics: %s has no labels" % name)
+        d = described.get(name)
+        check(d is not None and d["type"] == kind and d["labels"] == labels and d["stability"] == "ALPHA",
+              "introspect metrics: %s %s %s" % (name, kind, labels))
+    for name, d in described.items():
+        check("# TYPE %s %s\n" % (name, d["type"]) in exposition, "/metrics serves %s (introspected)" % name)
+    print("ok: the reference's %d metrics, types and labels; introspect lists %d" % (len(rows), len(described)))
+
+
 def main():
     build = sys.argv[1]
     shared = os.environ.get("DRACPU_SHARED_DIR", "")
@@ -203,6 +246,7 @@ def main():
         status, metrics = http_get(node.http + "/metrics")
         check('dra_cpu_prepare_claims_total{result="success"} 1' in metrics, "/metrics counts the prepare")
         check("dra_cpu_allocated_cpus 4" in metrics, "/metrics shows 4 allocated CPUs")
+        check_reference_metrics(build, shared, metrics)
 
         rc, out = node.kubelet_cmd("prepare", "default/claim-%s/%s" % (uid2, uid2))
         check(rc == 1 and "fraction of a CPU" in out[uid2]["error"], "fractional request refused: %s" % out)

@@ -1,12 +1,17 @@
 // The gatherinfo contract (issue 2 item 8): GatherInfoCommand on real corpus trees, JSON parsed
 // back and checked key by key against discovery and sysfs.json; YAML parsed back with yaml-cpp;
-// flag errors exit 2.
+// flag errors exit 2. And the reference driver's gatherinfo (issue 16 item 1): its cpuDetails
+// and driverConfig sections, the running agent found under a recorded proc/, --stdout,
+// --output-dir and the dracpu-gatherinfo name.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
+#include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,16 +35,22 @@ struct CommandRun {
   std::string err;
 };
 
-// Runs gatherinfo; without an explicit --agent it does not ask one (hermetic: nothing may be
-// listening on the default port, or something else may be).
-CommandRun Gather(std::vector<std::string> args) {
+// Runs gatherinfo. `host_root` holds the proc/ searched for a running agent; by default an empty
+// directory, so an agent running on the test machine is never found. Without an explicit --agent
+// it does not ask one (hermetic: nothing may be listening on the default port, or something else
+// may be).
+CommandRun Gather(std::vector<std::string> args, std::string host_root = "", bool legacy = false,
+                  std::string temp_dir = "") {
+  static const testing::TempDir empty;
+  if (host_root.empty()) host_root = empty.path();
   bool agent = false;
   for (const std::string& a : args)
     agent = agent || a.rfind("--agent", 0) == 0 || a == "--no-agent";
   if (!agent) args.insert(args.begin(), "--no-agent");
   std::istringstream in;
   std::ostringstream out, err;
-  const int code = GatherInfoCommand(args, CommandIo{in, out, err});
+  CommandIo io{in, out, err, host_root, temp_dir};
+  const int code = legacy ? LegacyGatherInfoCommand(args, io) : GatherInfoCommand(args, io);
   return {code, out.str(), err.str()};
 }
 
@@ -86,7 +97,22 @@ TEST(GatherInfo, JsonContractOnHaswellWithOfflineCpus) {
   const rapidjson::Document doc = ParseJson(r.out);
   ASSERT_TRUE(doc.IsObject());
   EXPECT_STREQ(doc["layoutVersion"].GetString(), "v1");
-  EXPECT_THAT(doc["toolVersion"].GetString(), HasSubstr("dracpu"));
+  EXPECT_STREQ(doc["toolVersion"]["name"].GetString(), "dracpu-dra-agent");
+  EXPECT_TRUE(doc["toolVersion"]["version"].IsString());
+  // The reference's view of the same CPUs.
+  const auto& details = doc["cpuDetails"];
+  EXPECT_EQ(details["topology"]["numCPUs"].GetInt(), 17);
+  EXPECT_EQ(details["topology"]["numSockets"].GetInt(), 2);
+  EXPECT_EQ(details["topology"]["numNUMANodes"].GetInt(), 1);
+  EXPECT_FALSE(details["topology"]["smtEnabled"].GetBool());
+  ASSERT_EQ(details["cpus"].Size(), 17u);
+  EXPECT_EQ(details["cpus"][1]["cpuID"].GetInt(), 5);
+  EXPECT_EQ(details["cpus"][1]["numaNodeID"].GetInt(), 1);
+  EXPECT_STREQ(details["cpus"][1]["numaNodeCPUSet"].GetString(), "5,7,9,11,13,15,17,19");
+  EXPECT_EQ(details["cpus"][1]["sibling"].GetInt(), -1);
+  EXPECT_STREQ(details["cpus"][1]["coreType"].GetString(), "standard");
+  EXPECT_FALSE(doc.HasMember("driverConfig"));  // no agent under the empty proc root
+  EXPECT_THAT(r.err, HasSubstr("no running dracpu-dra-agent"));
   const auto& t = doc["topology"];
   for (const char* key :
        {"online", "offline", "present", "isolated", "smtEnabled", "threadsPerCore", "packages",
@@ -272,6 +298,122 @@ TEST(GatherInfo, ShowsTheAgentsResourceSliceState) {
       Gather({"--sysfs-root", (*tree)->path(), "--format", "summary", "--agent", url});
   EXPECT_EQ(gone.code, kExitOk);
   EXPECT_THAT(gone.out, HasSubstr("not reachable"));
+}
+
+// A recorded node: an init process, a dracpu-dra-agent running a subcommand (skipped), and the
+// agent itself, whose /proc/<pid>/root holds its config file and its sysfs overlay (2 CPUs on
+// one core), over a host root without sys/.
+std::unique_ptr<testing::SysfsFixture> RecordedNode() {
+  auto f = testing::SysfsFixture::Create().value();
+  const std::string nul(1, '\0');
+  f->File("proc/1/cmdline", "/sbin/init" + nul);
+  f->File("proc/4241/cmdline", "/usr/local/bin/dracpu-dra-agent" + nul + "gatherinfo" + nul);
+  f->File("proc/4242/cmdline",
+          "/usr/local/bin/dracpu-dra-agent" + nul + "--config=/etc/dracpu/config.yaml" + nul +
+              "--bind-address=:9999" + nul + "--group-by" + nul + "socket" + nul + "--v=4" + nul);
+  f->File("proc/4242/environ", "PATH=/usr/local/bin" + nul + "NODE_NAME=Node-X" + nul);
+  f->File("proc/sys/kernel/hostname", "host-y\n");
+  f->Symlink("proc/4242/root", f->root() + "/agent-root");
+  f->File("agent-root/etc/dracpu/config.yaml",
+          "cpuDeviceMode: individual\nreservedCPUs: \"0\"\nsysfsOverlay: /etc/overlay.yaml\n"
+          "fullPCPUsOnly: true\n");
+  f->File("agent-root/etc/overlay.yaml",
+          "/sys/devices/system/cpu/online: \"0-1\\n\"\n"
+          "/sys/devices/system/cpu/cpu0/topology/physical_package_id: \"0\\n\"\n"
+          "/sys/devices/system/cpu/cpu0/topology/core_id: \"0\\n\"\n"
+          "/sys/devices/system/cpu/cpu1/topology/physical_package_id: \"0\\n\"\n"
+          "/sys/devices/system/cpu/cpu1/topology/core_id: \"0\\n\"\n");
+  EXPECT_THAT(f->status(), IsOk());
+  return f;
+}
+
+TEST(GatherInfo, ReportsTheRunningAgentsEffectiveConfigAndReadsItsOverlay) {
+  auto node = RecordedNode();
+  const CommandRun r = Gather({"--format", "json"}, node->root());
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const rapidjson::Document doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.HasMember("driverConfig")) << r.err;
+  const auto& c = doc["driverConfig"];
+  EXPECT_EQ(c["driverPid"].GetInt(), 4242);
+  EXPECT_STREQ(c["cpuDeviceMode"].GetString(), "individual");  // its file
+  EXPECT_STREQ(c["groupBy"].GetString(), "socket");            // its flag, over the file
+  EXPECT_STREQ(c["reservedCPUs"].GetString(), "0");
+  EXPECT_STREQ(c["bindAddress"].GetString(), ":9999");
+  EXPECT_STREQ(c["kubeletRootDir"].GetString(), "/var/lib/kubelet");
+  EXPECT_FALSE(c["exposePCIeRoots"].GetBool());
+  EXPECT_STREQ(c["sysfsOverlay"].GetString(), "/etc/overlay.yaml");
+  EXPECT_TRUE(c["fullPCPUsOnly"].GetBool());
+  EXPECT_STREQ(c["nodeName"].GetString(), "node-x");  // its $NODE_NAME
+  // The topology is the overlay's, read through the agent's root.
+  EXPECT_STREQ(doc["topology"]["online"].GetString(), "0-1");
+  EXPECT_EQ(doc["cpuDetails"]["topology"]["numCores"].GetInt(), 1);
+  EXPECT_EQ(doc["cpuDetails"]["cpus"][0]["sibling"].GetInt(), 1);
+  // An explicit --sysfs-root is read as it is, without the agent's overlay.
+  const CommandRun own =
+      Gather({"--format=json", "--sysfs-root=" + node->root() + "/none"}, node->root());
+  EXPECT_EQ(own.code, kExitFailed);
+}
+
+TEST(GatherInfo, AnUnreadableAgentConfigIsReportedNotFatal) {
+  auto node = RecordedNode();
+  node->File("agent-root/etc/dracpu/config.yaml", "groupBy: numa\n");
+  node->File("agent-root/etc/overlay.yaml", "/sys/devices/system/cpu/online: \"0\\n\"\n");
+  const CommandRun r = Gather({"--format", "json"}, node->root());
+  EXPECT_THAT(r.err, HasSubstr("pid 4242: its configuration"));
+  EXPECT_THAT(r.err, HasSubstr("shown without the --config file"));
+  ASSERT_EQ(r.code, kExitFailed) << "no overlay, and the host root has no sys/: " << r.out;
+}
+
+TEST(GatherInfo, OutputDirWritesTheReferencesFileName) {
+  auto node = RecordedNode();
+  const std::string dir = node->root() + "/reports/new";
+  const CommandRun r = Gather({"--output-dir", dir}, node->root());
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "");
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(std::regex_match(files[0].filename().string(),
+                               std::regex(R"(dracpu-gatherinfo-\d{8}-\d{6}-\d+\.yaml)")))
+      << files[0];
+  EXPECT_THAT(r.err, HasSubstr(files[0].string()));
+  struct stat st;
+  ASSERT_EQ(::stat(files[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::ifstream in(files[0]);
+  std::string first;
+  std::getline(in, first);
+  EXPECT_EQ(first, "---");
+  const CommandRun both = Gather({"--stdout", "--output-dir", dir}, node->root());
+  EXPECT_EQ(both.code, kExitUsage);
+  EXPECT_THAT(both.err, HasSubstr("--stdout and --output-dir cannot be used together"));
+  const CommandRun stdout_run = Gather({"-stdout", "--format=summary"}, node->root());
+  EXPECT_EQ(stdout_run.code, kExitOk) << stdout_run.err;
+  EXPECT_THAT(
+      stdout_run.out,
+      HasSubstr("Driver    pid 4242, reservedCPUs 0, cpuDeviceMode individual, groupBy socket"));
+}
+
+TEST(GatherInfo, AsDracpuGatherinfoItWritesATemporaryFileByDefault) {
+  auto node = RecordedNode();
+  const std::string tmp = node->root() + "/tmp";
+  std::filesystem::create_directories(tmp);
+  const CommandRun r = Gather({}, node->root(), /*legacy=*/true, tmp);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(r.out, "");
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(tmp)) {
+    names.push_back(e.path().filename().string());
+  }
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_TRUE(std::regex_match(names[0], std::regex(R"(dracpu-gatherinfo-.{6}\.yaml)")))
+      << names[0];
+  const CommandRun printed = Gather({"--stdout"}, node->root(), /*legacy=*/true, tmp);
+  ASSERT_EQ(printed.code, kExitOk) << printed.err;
+  YAML::Node doc = YAML::Load(printed.out);
+  EXPECT_EQ(doc["layoutVersion"].as<std::string>(), "v1");
+  EXPECT_FALSE(doc["cpuDetails"]["cpus"].IsNull());
+  EXPECT_EQ(doc["driverConfig"]["cpuDeviceMode"].as<std::string>(), "individual");
 }
 
 }  // namespace

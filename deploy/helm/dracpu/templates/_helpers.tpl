@@ -26,10 +26,24 @@ app.kubernetes.io/version: {{ default .Chart.AppVersion .Values.image.tag | quot
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
-{{/* The effective driver config file: driverConfig with sharedPoolUpdates laid over it.
-Empty when there is nothing to configure (then no ConfigMap and no --config). */}}
+{{/* The effective driver config file, as the reference chart builds it: driverConfig with the
+deprecated args.cpuDeviceMode, args.groupBy, args.reservedCPUs and args.hostnameOverride laid over
+it when set (they win), then ours, sharedPoolUpdates. Empty when there is nothing to configure
+(then no ConfigMap and no --config). */}}
 {{- define "dracpu.config" -}}
 {{- $cfg := deepCopy .Values.driverConfig }}
+{{- if .Values.args.cpuDeviceMode }}
+{{- $_ := set $cfg "cpuDeviceMode" .Values.args.cpuDeviceMode }}
+{{- end }}
+{{- if .Values.args.groupBy }}
+{{- $_ := set $cfg "groupBy" .Values.args.groupBy }}
+{{- end }}
+{{- if .Values.args.reservedCPUs }}
+{{- $_ := set $cfg "reservedCPUs" .Values.args.reservedCPUs }}
+{{- end }}
+{{- if .Values.args.hostnameOverride }}
+{{- $_ := set $cfg "hostnameOverride" .Values.args.hostnameOverride }}
+{{- end }}
 {{- if .Values.sharedPoolUpdates }}
 {{- $_ := set $cfg "sharedPoolUpdates" .Values.sharedPoolUpdates }}
 {{- end }}

@@ -1,6 +1,6 @@
 // The one place yaml-cpp is called. yaml-cpp throws; this adapter catches and turns a document
-// into a plain tree (YamlNode) that cannot throw, so the kubeconfig reader handles errors as
-// values.
+// into a plain tree (YamlNode) that cannot throw, so its readers (the kubeconfig, the driver
+// config file, the sysfs overlay) handle errors as values.
 #pragma once
 
 #include <string>
@@ -9,7 +9,7 @@
 
 #include "common/status.h"
 
-namespace dracpu::kube {
+namespace dracpu {
 
 struct YamlMapEntry;
 
@@ -36,4 +36,4 @@ struct YamlMapEntry {
 // Map keys must be scalars.
 Result<YamlNode> ParseYaml(std::string_view text);
 
-}  // namespace dracpu::kube
+}  // namespace dracpu

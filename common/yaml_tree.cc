@@ -1,8 +1,8 @@
-#include "dra-agent/kube/yaml_adapter.h"
+#include "common/yaml_tree.h"
 
 #include <yaml-cpp/yaml.h>
 
-namespace dracpu::kube {
+namespace dracpu {
 namespace {
 
 // Converts without catching; the single try block in ParseYaml catches for the whole tree.
@@ -54,4 +54,4 @@ Result<YamlNode> ParseYaml(std::string_view text) {
   }
 }
 
-}  // namespace dracpu::kube
+}  // namespace dracpu
