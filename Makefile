@@ -139,3 +139,20 @@ image: build
 	  deploy/image/build.sh $(BUILD)
 image-context: build
 	@deploy/image/build.sh $(BUILD) --context-only
+
+# The pictures of `dracpu-shm map` in README.md and docs/operations.md (docs/images/node-map-*.png):
+# make demo's node on a synthetic 2-socket 96-CPU tree, the map with both claims pinned as a
+# terminal shows it (docs/images/ansi2svg.py) and as its SVG, both rendered to PNG by
+# rsvg-convert (Debian's librsvg2-bin, installed here only).
+.PHONY: screenshots
+screenshots: build
+	@$(MAKE) --no-print-directory DEB_PACKAGES=librsvg2-bin deps
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && mkdir "$$tmp/maps" && \
+	  python3 tests/e2e/synthetic_sysfs.py "$$tmp/node" 2 24 2 1 >/dev/null && \
+	  { DRACPU_DEMO_MAP_DIR="$$tmp/maps" SYSFS_ROOT="$$tmp/node" tests/demo/demo.sh $(BUILD) \
+	      >"$$tmp/demo.log" 2>&1 || { tail -40 "$$tmp/demo.log"; exit 1; }; } && \
+	  [ -s "$$tmp/maps/map.svg" ] || { echo "make screenshots: the demo drew no map"; exit 1; } && \
+	  python3 docs/images/ansi2svg.py <"$$tmp/maps/map.ansi" >"$$tmp/text.svg" && \
+	  rsvg-convert "$$tmp/text.svg" -o docs/images/node-map-text.png && \
+	  rsvg-convert "$$tmp/maps/map.svg" -o docs/images/node-map-svg.png && \
+	  echo "make screenshots: wrote docs/images/node-map-text.png and node-map-svg.png"

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """ansi2svg.py < text > out.svg: a terminal screenshot as SVG (16-colour SGR, monospace).
 
-How docs/images/node-map-*.png were made, on a 2-socket 96-CPU synthetic node with the two claims
-of `make demo` (tests/e2e/synthetic_sysfs.py ROOT 2 24 2 1, both agents via whole_node.py):
-  dracpu-shm map --path SHM --sysfs-root ROOT --color always --width 80 | ansi2svg.py > t.svg
-  rsvg-convert t.svg -o node-map-text.png
-  dracpu-shm map --path SHM --sysfs-root ROOT --format svg > m.svg; rsvg-convert m.svg -o node-map-svg.png
+How docs/images/node-map-*.png are made: `make screenshots` runs make demo's node on a synthetic
+2-socket 96-CPU tree (tests/e2e/synthetic_sysfs.py ROOT 2 24 2 1); at the demo's first map (both
+claims pinned) it keeps
+  dracpu-shm map --path SHM --sysfs-root ROOT --color always --width 80   (| ansi2svg.py > t.svg)
+  dracpu-shm map --path SHM --sysfs-root ROOT --format svg
+and renders both with rsvg-convert.
 (rsvg-convert: Debian's librsvg2-bin.)
 """
 import html, re, sys

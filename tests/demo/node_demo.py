@@ -111,10 +111,18 @@ class Demo:
         """dracpu-shm map of the node: coloured on a terminal, plain otherwise."""
         tty = sys.stdout.isatty()
         width = shutil.get_terminal_size((80, 24)).columns if tty else 80
-        print(subprocess.run([self.bin("shm-schema/dracpu-shm"), "map", "--path", self.node.shm_path,
-                              "--sysfs-root", self.node.sysfs_root, "--width", str(max(40, width)),
-                              "--color", "always" if tty and not os.environ.get("NO_COLOR") else "never"],
+        cmd = [self.bin("shm-schema/dracpu-shm"), "map", "--path", self.node.shm_path,
+               "--sysfs-root", self.node.sysfs_root]
+        print(subprocess.run(cmd + ["--width", str(max(40, width)), "--color",
+                                    "always" if tty and not os.environ.get("NO_COLOR") else "never"],
                              capture_output=True, text=True).stdout.rstrip())
+        # make screenshots: the first map (both claims pinned) as a terminal shows it and as SVG.
+        keep = os.environ.get("DRACPU_DEMO_MAP_DIR")
+        if keep and not os.path.exists(os.path.join(keep, "map.svg")):
+            for name, extra in (("map.ansi", ["--color", "always", "--width", "80"]),
+                                ("map.svg", ["--format", "svg"])):
+                with open(os.path.join(keep, name), "w") as f:
+                    subprocess.run(cmd + extra, stdout=f, check=True)
 
     def sleeper(self, cid):
         if not self.pinning:
