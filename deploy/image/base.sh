@@ -36,6 +36,9 @@ DC_NAME="image base" DC_MIRROR=$MIRROR DC_MAX_AGE_DAYS=${DRACPU_IMAGE_MAX_AGE_DA
 [ "$(id -u)" = 0 ] || dc_die "needs root (debootstrap, chroot)"
 command -v debootstrap >/dev/null || dc_die "debootstrap is not installed (make image installs it)"
 mkdir -p "$CACHE"
+# One make image at a time builds or commits the base; another waits for it.
+exec 9>"$CACHE/lock"
+flock 9
 
 # Debian's security and point-release updates, and no docs, man pages or locales (only the
 # copyright files stay), as Debian's own -slim images.
