@@ -71,7 +71,7 @@ class FileSystem {
     return out;
   }
 
-  // Removes a file; NOT_FOUND when it did not exist.
+  // Removes a file or an empty directory; NOT_FOUND when it did not exist.
   virtual Status RemoveFile(std::string_view path) = 0;
 
   // Creates the directory and its missing parents with `mode`; OK when it already exists.

@@ -213,7 +213,11 @@ class PosixFileSystem final : public FileSystem {
   Status RemoveFile(std::string_view path) override {
     ASSIGN_OR_RETURN(const std::string rel, Relative(path));
     if (::unlinkat(root_fd_.get(), rel.c_str(), 0) != 0) {
-      return ErrnoStatus("remove " + HostPath(path), errno);
+      // A directory (EISDIR on Linux, EPERM elsewhere): removed when empty.
+      if ((errno != EISDIR && errno != EPERM) ||
+          ::unlinkat(root_fd_.get(), rel.c_str(), AT_REMOVEDIR) != 0) {
+        return ErrnoStatus("remove " + HostPath(path), errno);
+      }
     }
     return Status::Ok();
   }

@@ -40,7 +40,9 @@ SIM_APISERVER = None  # path of dracpu-sim-apiserver, from argv (optional)
 NRI_AGENT_FLAGS = {"nri-socket": "/var/run/nri/nri.sock", "shm-path": "/run/dracpu/state.v1.shm",
                    "sysfs-root": "/", "bind-address": ":8081", "config": "", "plugin-name": "dra.cpu",
                    "plugin-index": "00", "v": "0"}
-POLICY_KEYS = {"fullPCPUsOnly": bool, "distributeCPUsAcrossNUMA": bool, "alignByUncoreCache": bool,
+# A claim's `policy` keys: the config file's placement keys (common/placement_policy.h).
+POLICY_KEYS = {"fullPCPUsOnly": bool, "distributeCPUsAcrossNUMA": bool, "alignBySocket": bool,
+               "preferAlignCPUsByUncoreCache": bool, "distributeCPUsAcrossCores": bool,
                "alignMemory": bool, "coreType": str}
 
 
@@ -154,6 +156,10 @@ def check_daemonset(ds, dra_defaults):
         for m in c.get("volumeMounts", []):
             if m["mountPath"] != "/sys" and m["mountPath"].startswith("/sys"):
                 errs.append(f"{n}: writable mount under /sys")
+        root_dir = args.get("kubelet-root-dir", dra_defaults["kubelet-root-dir"]) if n == "dra-agent" else None
+        for m in c.get("volumeMounts", []):
+            if root_dir and m["mountPath"].rstrip("/") == root_dir and not m.get("readOnly"):
+                errs.append(f"{n}: the kubelet root {root_dir} is mounted writable (only its state file is read)")
         if args.get("config") and mounted_host_path(pod, c, args["config"]) is not None:
             errs.append(f"{n}: --config is not read from the ConfigMap")
         if args.get("config"):
@@ -504,14 +510,20 @@ class DeployTest(unittest.TestCase):
         def role(objs):
             return next(o for o in objs if o["kind"] == "ClusterRole")
 
+        def named(items, name):
+            return next(i for i in items if i["name"] == name)
+
         mutations = {
             "one container": lambda o: ds(o)["containers"].pop(),
             "no shared pid ns": lambda o: ds(o).pop("shareProcessNamespace"),
             "privileged": lambda o: ds(o)["containers"][1]["securityContext"].update(privileged=True),
             "cap added": lambda o: ds(o)["containers"][0]["securityContext"]["capabilities"].update(add=["SYS_ADMIN"]),
-            "no cdi mount": lambda o: ds(o)["containers"][0]["volumeMounts"].pop(3),
-            "nri dir moved": lambda o: ds(o)["volumes"][4]["hostPath"].update(path="/run/nri"),
-            "sys writable": lambda o: ds(o)["containers"][1]["volumeMounts"][2].pop("readOnly"),
+            "no cdi mount": lambda o: ds(o)["containers"][0]["volumeMounts"].remove(
+                named(ds(o)["containers"][0]["volumeMounts"], "cdi")),
+            "nri dir moved": lambda o: named(ds(o)["volumes"], "nri")["hostPath"].update(path="/run/nri"),
+            "sys writable": lambda o: named(ds(o)["containers"][1]["volumeMounts"], "sys").pop("readOnly"),
+            "kubelet root writable": lambda o: named(ds(o)["containers"][0]["volumeMounts"],
+                                                     "kubelet-root").pop("readOnly"),
             "verb missing": lambda o: role(o)["rules"][1]["verbs"].remove("watch"),
             "extra grant": lambda o: role(o)["rules"].append(
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}),

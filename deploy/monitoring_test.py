@@ -227,7 +227,7 @@ class Monitoring(unittest.TestCase):
         names = [a["alert"] for a in alerts]
         self.assertEqual(names, ["DracpuNriAgentNotConnected", "DracpuResourceSlicesNotPublished",
                                  "DracpuSharedPoolAtFloor", "DracpuPrepareErrors",
-                                 "DracpuDeviceUnhealthy"])
+                                 "DracpuDeviceUnhealthy", "DracpuKubeletCpuManagerConflict"])
         section = self.operations.split("\n## Alerts\n", 1)
         self.assertEqual(len(section), 2, "docs/operations.md has no '## Alerts' section")
         runbooks = re.findall(r"^### (Dracpu\w+)$", section[1].split("\n## ", 1)[0], re.M)

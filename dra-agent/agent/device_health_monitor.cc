@@ -13,7 +13,8 @@ std::chrono::nanoseconds BoottimeNow() {
 DeviceHealthMonitor::DeviceHealthMonitor(const DeviceCatalog& catalog, std::string pool,
                                          const FileSystem& sysfs, const shm::Segment& segment,
                                          std::chrono::nanoseconds nri_silence_limit,
-                                         std::function<std::chrono::nanoseconds()> boottime_now)
+                                         std::function<std::chrono::nanoseconds()> boottime_now,
+                                         std::function<std::string()> node_problem)
     : catalog_(catalog),
       pool_(std::move(pool)),
       sysfs_(sysfs),
@@ -21,6 +22,7 @@ DeviceHealthMonitor::DeviceHealthMonitor(const DeviceCatalog& catalog, std::stri
       limit_(nri_silence_limit),
       now_(std::move(boottime_now)),
       started_(now_()),
+      node_problem_(std::move(node_problem)),
       last_online_(catalog.allocatable) {}
 
 CpuSet DeviceHealthMonitor::OnlineCpus() {
@@ -67,6 +69,7 @@ std::vector<DeviceHealthReport> DeviceHealthMonitor::CurrentHealth() {
         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(*since).count()) +
         " s; CPU exclusivity is not enforced";
   }
+  const std::string node_problem = node_problem_ ? node_problem_() : "";
   std::vector<DeviceHealthReport> out;
   out.reserve(catalog_.devices.size());
   for (const CatalogDevice& d : catalog_.devices) {
@@ -75,6 +78,9 @@ std::vector<DeviceHealthReport> DeviceHealthMonitor::CurrentHealth() {
     if (!offline.Empty()) {
       r.state = DeviceHealthState::kUnhealthy;
       r.message = "CPUs " + offline.ToListString() + " are offline";
+    } else if (!node_problem.empty()) {
+      r.state = DeviceHealthState::kUnhealthy;
+      r.message = node_problem;
     } else if (!nri_problem.empty()) {
       r.state = DeviceHealthState::kUnhealthy;
       r.message = nri_problem;

@@ -2,7 +2,9 @@
 // A device is Healthy while every CPU behind it is online and the nri-agent (which enforces
 // exclusivity) has a fresh heartbeat in shared memory; otherwise Unhealthy with a message naming
 // the offline CPUs or how long the nri-agent has been silent. An nri-agent that never attached is
-// given the grace period from the dra-agent's own start.
+// given the grace period from the dra-agent's own start. A problem of the whole node (the
+// kubelet's static CPU Manager, kubelet_cpu_manager.h) makes every device Unhealthy with its
+// message.
 // Thread safety: CurrentHealth may be called from several gRPC threads at once.
 #pragma once
 
@@ -23,7 +25,8 @@ class DeviceHealthMonitor final : public DeviceHealthSource {
   // `boottime_now` returns CLOCK_BOOTTIME (the heartbeat's clock). References must outlive this.
   DeviceHealthMonitor(const DeviceCatalog& catalog, std::string pool, const FileSystem& sysfs,
                       const shm::Segment& segment, std::chrono::nanoseconds nri_silence_limit,
-                      std::function<std::chrono::nanoseconds()> boottime_now);
+                      std::function<std::chrono::nanoseconds()> boottime_now,
+                      std::function<std::string()> node_problem = {});
 
   std::vector<DeviceHealthReport> CurrentHealth() override;
   // While the nri-agent's heartbeat is fresh: until it would be `nri_silence_limit` old (so the
@@ -45,6 +48,7 @@ class DeviceHealthMonitor final : public DeviceHealthSource {
   const std::chrono::nanoseconds limit_;
   const std::function<std::chrono::nanoseconds()> now_;
   const std::chrono::nanoseconds started_;
+  const std::function<std::string()> node_problem_;  // "" = none; may be empty
   std::mutex mu_;
   CpuSet last_online_;  // guarded by mu_; kept when sysfs cannot be read
 };

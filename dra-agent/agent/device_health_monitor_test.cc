@@ -29,8 +29,9 @@ class HealthTest : public ::testing::Test {
     segment_ =
         shm::Segment::Open(dir_.File("s.shm"), shm::testing::TestOptions(shm::Role::kDraAgent))
             .value();
-    monitor_ = std::make_unique<DeviceHealthMonitor>(catalog_, "node-a", *fs_, *segment_, 30s,
-                                                     [this] { return now_; });
+    monitor_ = std::make_unique<DeviceHealthMonitor>(
+        catalog_, "node-a", *fs_, *segment_, 30s, [this] { return now_; },
+        [this] { return node_problem_; });
   }
   void SetOnline(const std::string& list) {
     std::ofstream(dir_.File("sys/devices/system/cpu/online")) << list << "\n";
@@ -42,6 +43,7 @@ class HealthTest : public ::testing::Test {
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<shm::Segment> segment_;
   std::chrono::nanoseconds now_ = 1000s;
+  std::string node_problem_;
   std::unique_ptr<DeviceHealthMonitor> monitor_;
 };
 
@@ -66,6 +68,18 @@ TEST_F(HealthTest, SilentNriAgentMakesEveryDeviceUnhealthy) {
   auto h = monitor_->CurrentHealth();
   EXPECT_EQ(h[0].state, DeviceHealthState::kUnhealthy);
   EXPECT_THAT(h[0].message, HasSubstr("has not attached for 31 s"));
+}
+
+TEST_F(HealthTest, ANodeProblemMakesEveryDeviceUnhealthyWithItsMessage) {
+  node_problem_ = "the kubelet's CPU Manager runs with policy static";
+  auto h = monitor_->CurrentHealth();
+  ASSERT_EQ(h.size(), 2u);
+  for (const DeviceHealthReport& r : h) {
+    EXPECT_EQ(r.state, DeviceHealthState::kUnhealthy);
+    EXPECT_EQ(r.message, node_problem_);
+  }
+  node_problem_.clear();
+  EXPECT_EQ(monitor_->CurrentHealth()[0].state, DeviceHealthState::kHealthy);
 }
 
 }  // namespace

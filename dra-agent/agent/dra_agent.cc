@@ -18,6 +18,7 @@
 #include "common/sysfs_overlay.h"
 #include "common/topology_discovery.h"
 #include "common/unique_fd.h"
+#include "dra-agent/agent/kubelet_cpu_manager.h"
 #include "dra-agent/kube/resources.h"
 
 namespace dracpu::dra {
@@ -114,6 +115,17 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   ASSIGN_OR_RETURN(allocator::TopologyIndex index, allocator::TopologyIndex::Build(topology_));
   index_ = std::make_unique<allocator::TopologyIndex>(std::move(index));
 
+  // The kubelet's static CPU Manager undoes our pinning: said at start, in /readyz and health.
+  {
+    const Result<KubeletCpuManagerState> state =
+        ReadKubeletCpuManagerState(*host_fs_, config.kubelet_root_dir);
+    if (const std::string conflict = KubeletCpuManagerConflict(state); !conflict.empty()) {
+      LOG(ERROR) << "conflict: " << conflict;
+    } else if (!state.ok() && state.status().code() != StatusCode::kNotFound) {
+      LOG(WARNING) << "kubelet CPU Manager state not checked: " << state.status().ToString();
+    }
+  }
+
   // 2. Shared memory.
   const std::string shm_path =
       config.shm_path.empty() ? shm::DefaultSegmentPath() : config.shm_path;
@@ -150,11 +162,14 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   process_metrics_ = std::make_unique<ProcessMetrics>(metrics_, *host_fs_);
   cdi_ = std::make_unique<CdiStore>(*host_fs_, config.cdi_root);
   RETURN_IF_ERROR(cdi_->EnsureDirectory());
+  ASSIGN_OR_RETURN(const PluginPaths paths, MakePluginPaths(config.kubelet_root_dir));
+  metadata_ = std::make_unique<DeviceMetadataWriter>(*host_fs_, paths.plugin_dir, config.cdi_root);
   PreparerOptions po;
   po.pool_name = config.node_name;
   po.policy = config.driver.policy;
   po.min_shared_cpus = config.driver.min_shared_cpus;
   po.strict_cpu_reservation = config.driver.strict_cpu_reservation;
+  po.metadata = metadata_.get();
   // Read at every placement (one small file), so a CPU unplugged since start-up is never granted,
   // even before the topology watcher's next poll. Old kernels without the file: the start-up set.
   po.online_cpus = [fs = sysfs_.get(), startup = topology_.online]() -> Result<CpuSet> {
@@ -242,12 +257,12 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
 
   // 5. The kubelet.
   health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, *sysfs_, *segment_,
-                                                  kNriSilenceLimit, BoottimeNow);
+                                                  kNriSilenceLimit, BoottimeNow,
+                                                  [this] { return KubeletCpuManagerProblem(); });
   health_for_metrics_.store(health_.get(), std::memory_order_release);
   streamer_ = std::make_unique<HealthStreamer>(*health_, HealthStreamOptions{});
   health_v1alpha1_ = std::make_unique<HealthV1alpha1Service>(*streamer_);
   health_v1_ = std::make_unique<HealthV1Service>(*streamer_);
-  ASSIGN_OR_RETURN(PluginPaths paths, MakePluginPaths(config.kubelet_root_dir));
   KubeletPluginServerOptions ko;
   ko.paths = paths;
   ko.supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
@@ -280,6 +295,7 @@ HttpResponse DraAgent::Metrics() {
   }
   m.reserved_cpus.Set({}, config_.driver.reserved_cpus.Count());
   m.shared_pool_min_cpus.Set({}, config_.driver.min_shared_cpus);
+  m.kubelet_cpu_manager_conflict.Set({}, KubeletCpuManagerProblem().empty() ? 0 : 1);
   if (Result<shm::AgentStatus> nri = segment_->GetAgentStatus(shm::Role::kNriAgent); nri.ok()) {
     const std::chrono::nanoseconds age =
         nri->heartbeat_age ? *nri->heartbeat_age : BoottimeNow() - started_boottime_;
@@ -304,9 +320,16 @@ HttpResponse DraAgent::Metrics() {
   return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.RenderText()};
 }
 
+std::string DraAgent::KubeletCpuManagerProblem() const {
+  return KubeletCpuManagerConflict(ReadKubeletCpuManagerState(*host_fs_, config_.kubelet_root_dir));
+}
+
 HttpResponse DraAgent::Readyz() {
   // Every reason, not just the first: an operator fixing one should not discover the next.
   std::string problems;
+  if (const std::string conflict = KubeletCpuManagerProblem(); !conflict.empty()) {
+    problems += conflict + "\n";
+  }
   if (!registered()) problems += "not registered with the kubelet yet\n";
   const SlicePublisherStats st = publisher_->stats();
   std::string causes;

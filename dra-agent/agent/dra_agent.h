@@ -80,6 +80,8 @@ class DraAgent {
   // /debug/resourceslices: the publisher's state, the server's features and the shape notes,
   // as JSON (gatherinfo shows it).
   HttpResponse SlicesStatus();
+  // kubelet_cpu_manager.h's conflict on this node, or "".
+  std::string KubeletCpuManagerProblem() const;
 
   AgentConfig config_;
   SystemClock clock_;
@@ -93,6 +95,7 @@ class DraAgent {
   DeviceCatalog catalog_;
   std::unique_ptr<shm::Segment> segment_;
   std::unique_ptr<CdiStore> cdi_;
+  std::unique_ptr<DeviceMetadataWriter> metadata_;
   MetricsRegistry metrics_;
   std::unique_ptr<DraMetrics> dra_metrics_;
   std::unique_ptr<ProcessMetrics> process_metrics_;

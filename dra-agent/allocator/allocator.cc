@@ -90,6 +90,28 @@ Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& req
     ASSIGN_OR_RETURN(CpuSet tail, Place(index, options, candidates - aligned, count - first));
     return head | tail;
   }
+  if (options.align_by_socket) {
+    // Without a hint, align-by-socket keeps a request that no single NUMA node holds inside one
+    // socket when one holds it (the tightest such socket), before spanning fewer NUMA nodes
+    // across sockets: kubelet's socket-boundary alignment, for the group the scheduler chose.
+    const PlacementSearch all(index, options, candidates);
+    bool one_node = false;
+    for (int n = 0; n < index.numa_count(); ++n) one_node |= all.numa_capacity(n) >= count;
+    int best = -1;
+    int best_capacity = 0;
+    for (int s = 0; s < index.socket_count() && !one_node; ++s) {
+      const int capacity =
+          PlacementSearch(index, options, candidates & index.socket_cpus(s)).total_capacity();
+      if (capacity >= count && (best < 0 || capacity < best_capacity)) {
+        best = s;
+        best_capacity = capacity;
+      }
+    }
+    if (best >= 0) {
+      Result<CpuSet> in_socket = Place(index, options, candidates & index.socket_cpus(best), count);
+      if (in_socket.ok()) return in_socket;
+    }
+  }
   return Place(index, options, candidates, count);
 }
 

@@ -5,7 +5,9 @@
 // returns the CPUs or a Status that says why not. Quality order, after the hard constraints
 // (subset of the candidates, exact count, no reserved CPU, whole cores under full-pcpus-only):
 // NUMA nodes spanned, sockets spanned, L3 groups spanned, partially used cores, core-type mix,
-// then damage to what stays free. See placement_search.h and docs/allocator.md.
+// then damage to what stays free. See placement_search.h and docs/allocator.md. With
+// align-by-socket and no hint, a request that no single NUMA node holds stays inside one socket
+// when one holds it, before the NUMA count is minimised across sockets.
 //
 // Errors:
 //  * INVALID_ARGUMENT: negative count, candidate or reserved CPUs not in the topology, a NUMA

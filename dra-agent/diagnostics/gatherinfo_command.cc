@@ -18,6 +18,7 @@
 #include "common/sysfs_overlay.h"
 #include "common/topology_discovery.h"
 #include "common/unique_fd.h"
+#include "dra-agent/agent/kubelet_cpu_manager.h"
 #include "dra-agent/diagnostics/running_agent.h"
 #include "dra-agent/diagnostics/topology_report.h"
 #include "dra-agent/kube/curl_http_client.h"
@@ -335,7 +336,7 @@ int Run(const std::vector<std::string>& args, CommandIo io, bool file_by_default
   if (flags.sysfs_root.empty()) flags.sysfs_root = host_root;
   if (flags.proc_root.empty()) flags.proc_root = host_root;
 
-  ReportHeader header{"dracpu-dra-agent", DRACPU_VERSION, flags.sysfs_root, std::nullopt, ""};
+  ReportHeader header{"dracpu-dra-agent", DRACPU_VERSION, flags.sysfs_root, std::nullopt, {}, ""};
   std::string overlay_path;
   std::unique_ptr<FileSystem> proc_fs;
   if (auto fs = NewPosixFileSystem(flags.proc_root); fs.ok()) {
@@ -349,6 +350,19 @@ int Run(const std::vector<std::string>& args, CommandIo io, bool file_by_default
       if (!flags.sysfs_root_set) overlay_path = agent->overlay_path;
     } else {
       io.err << "gatherinfo: " << agent.status().message() << ": no driverConfig in the report\n";
+    }
+    // The kubelet root the agent uses, in its mount namespace (else the default, on this root).
+    const std::string kubelet_root =
+        agent.ok() ? "proc/" + std::to_string(agent->pid) + "/root" + agent->config.kubelet_root_dir
+                   : "var/lib/kubelet";
+    const auto state = ReadKubeletCpuManagerState(*proc_fs, kubelet_root);
+    header.kubelet_cpu_manager = {
+        {"stateFile", proc_fs->HostPath(kubelet_root + "/" + kCpuManagerStateFile)},
+        {"found", state.ok()},
+        {"policyName", state.ok() ? state->policy : std::string()},
+        {"conflict", KubeletCpuManagerConflict(state)}};
+    if (!state.ok() && state.status().code() != StatusCode::kNotFound) {
+      io.err << "gatherinfo: " << state.status().message() << "\n";
     }
   } else {
     io.err << "gatherinfo: --proc-root: " << fs.status().message() << "\n";

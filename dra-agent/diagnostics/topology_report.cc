@@ -135,18 +135,12 @@ class TreeBuilder {
     Add(root, "topology", std::move(t));
     Add(root, "cpuDetails", CpuDetails(topo));
     if (header.driver) {
-      Value d(rapidjson::kObjectType);
-      for (const ConfigField& f : header.driver->fields) {
-        if (const auto* s = std::get_if<std::string>(&f.value)) {
-          d.AddMember(Str(f.key), Str(*s), alloc_);
-        } else if (const auto* b = std::get_if<bool>(&f.value)) {
-          d.AddMember(Str(f.key), Value(*b), alloc_);
-        } else {
-          d.AddMember(Str(f.key), Value(std::get<int>(f.value)), alloc_);
-        }
-      }
+      Value d = Fields(header.driver->fields);
       Add(d, "driverPid", header.driver->pid);
       Add(root, "driverConfig", std::move(d));
+    }
+    if (!header.kubelet_cpu_manager.empty()) {
+      Add(root, "kubeletCpuManager", Fields(header.kubelet_cpu_manager));
     }
     Value warnings(rapidjson::kArrayType);
     for (const std::string& w : topo.warnings) Push(warnings, Str(w));
@@ -155,6 +149,20 @@ class TreeBuilder {
   }
 
  private:
+  Value Fields(const std::vector<ConfigField>& fields) {
+    Value d(rapidjson::kObjectType);
+    for (const ConfigField& f : fields) {
+      if (const auto* s = std::get_if<std::string>(&f.value)) {
+        d.AddMember(Str(f.key), Str(*s), alloc_);
+      } else if (const auto* b = std::get_if<bool>(&f.value)) {
+        d.AddMember(Str(f.key), Value(*b), alloc_);
+      } else {
+        d.AddMember(Str(f.key), Value(std::get<int>(f.value)), alloc_);
+      }
+    }
+    return d;
+  }
+
   // The reference gatherinfo's view: its per-CPU fields and counts. coreID is dracpu's core id
   // (the core's lowest CPU, as dra.cpu/coreID), sibling the other thread of a 2-thread core.
   Value CpuDetails(const CpuTopology& topo) {
@@ -343,6 +351,12 @@ std::string RenderTopologySummary(const CpuTopology& topo, const ReportHeader& h
       }
     }
     os << "\n";
+  }
+  for (const ConfigField& f : header.kubelet_cpu_manager) {
+    if (const auto* v = std::get_if<std::string>(&f.value);
+        f.key == "conflict" && v && !v->empty()) {
+      os << "  CONFLICT  " << *v << "\n";
+    }
   }
   os << "  Warnings  " << (topo.warnings.empty() ? "none" : std::to_string(topo.warnings.size()))
      << "\n";

@@ -9,7 +9,8 @@
 //              cpus[{cpuID, coreID, socketID, clusterID, numaNodeID, numaNodeCPUSet, sibling,
 //                    coreType, uncoreCacheID}]},
 //   driverConfig{...} (the running dra-agent's effective configuration, when one was found;
-//                      ours adds driverPid).
+//                      ours adds driverPid), and ours: kubeletCpuManager{stateFile, found,
+//                      policyName, conflict}.
 //   nodeMap (when given: the text of `dracpu-shm map`, plain, 80 columns)
 // CPU sets are canonical Linux list strings; -1 means "none" (no NUMA node, no L3, ...).
 //
@@ -36,6 +37,9 @@ struct ReportHeader {
   std::string tool_version;  // "0.1.0"
   std::string sysfs_root;    // as given on the command line
   std::optional<DriverSection> driver;
+  // The kubelet's CPU Manager state as seen from here (kubeletCpuManager: stateFile, found,
+  // policyName, conflict); empty: not looked at.
+  std::vector<ConfigField> kubelet_cpu_manager;
   std::string node_map;  // the text node map; "" leaves it out of the report
 };
 

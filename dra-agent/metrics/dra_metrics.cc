@@ -20,6 +20,7 @@ enum Index {
   kDevicesByHealth,
   kSharedPoolMin,
   kNriHeartbeatAge,
+  kKubeletCpuManagerConflict,
 };
 
 }  // namespace
@@ -89,6 +90,12 @@ const std::vector<MetricSpec>& DraMetrics::Specs() {
        "when it never beat).",
        {},
        {}},
+      {Kind::kGauge,
+       "dracpu_kubelet_cpu_manager_conflict",
+       "1 while the kubelet's CPU Manager state file names a policy other than none (it "
+       "rewrites container cpusets and undoes dracpu's pinning), else 0.",
+       {},
+       {}},
   };
   return *specs;
 }
@@ -107,7 +114,8 @@ DraMetrics::DraMetrics(MetricsRegistry& r)
       resourceslice_sync_errors(r.Add(Specs()[kSliceErrors])),
       devices_by_health(r.Add(Specs()[kDevicesByHealth])),
       shared_pool_min_cpus(r.Add(Specs()[kSharedPoolMin])),
-      nri_heartbeat_age(r.Add(Specs()[kNriHeartbeatAge])) {
+      nri_heartbeat_age(r.Add(Specs()[kNriHeartbeatAge])),
+      kubelet_cpu_manager_conflict(r.Add(Specs()[kKubeletCpuManagerConflict])) {
   for (const char* result : {kSuccess, kError, kUnknown}) {
     prepare_claims.Add({result}, 0);
     unprepare_claims.Add({result}, 0);

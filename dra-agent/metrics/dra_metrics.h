@@ -11,8 +11,10 @@
 // dra_cpu_unprepare_claim_duration_seconds, dracpu_resourceslices,
 // dracpu_resourceslice_sync_errors_total, dracpu_devices{health} (devices by the health the
 // kubelet's health stream reports; Healthy, Unhealthy and Unknown present from the start),
-// dracpu_shared_pool_min_cpus, dracpu_nri_agent_heartbeat_age_seconds; and the process_* metrics
-// of common/process_metrics.h.
+// dracpu_shared_pool_min_cpus, dracpu_nri_agent_heartbeat_age_seconds,
+// dracpu_kubelet_cpu_manager_conflict (1 while the kubelet's static CPU Manager state is on the
+// node: dra-agent/agent/kubelet_cpu_manager.h); and the process_* metrics of
+// common/process_metrics.h.
 //
 // Thread safety: the Metric references may be used from any thread.
 #pragma once
@@ -52,6 +54,7 @@ class DraMetrics {
   Metric& devices_by_health;
   Metric& shared_pool_min_cpus;
   Metric& nri_heartbeat_age;
+  Metric& kubelet_cpu_manager_conflict;
 };
 
 }  // namespace dracpu::dra

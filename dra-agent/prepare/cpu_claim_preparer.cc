@@ -120,7 +120,8 @@ std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
 }
 
 std::vector<PreparedDevice> CpuClaimPreparer::Devices(
-    const ResourceClaimView& claim, const std::vector<const AllocationResultView*>& results) const {
+    const ResourceClaimView& claim,
+    const std::vector<const AllocationResultView*>& results) const {
   std::vector<PreparedDevice> devices;
   devices.reserve(results.size());
   for (const AllocationResultView* r : results) {
@@ -128,6 +129,25 @@ std::vector<PreparedDevice> CpuClaimPreparer::Devices(
         {{r->base_request}, r->pool, r->device, {CdiDeviceId(claim.uid)}, r->share_id});
   }
   return devices;
+}
+
+Result<std::optional<DeviceMetadataWriter::Plan>> CpuClaimPreparer::RenderMetadata(
+    const ResourceClaimView& claim,
+    const std::vector<const AllocationResultView*>& results) const {
+  if (options_.metadata == nullptr) return std::optional<DeviceMetadataWriter::Plan>();
+  std::vector<MetadataDevice> devices;
+  for (const AllocationResultView* r : results) {
+    MetadataDevice d{r->request, r->pool, r->device, {}};
+    if (const CatalogDevice* c = catalog_.Find(r->device); c != nullptr)
+      d.attributes = c->attributes;
+    if (r->consumed_cpu) {
+      ASSIGN_OR_RETURN(const int64_t n, ParseWholeCpuQuantity(*r->consumed_cpu));
+      d.attributes["dra.cpu/allocatedNumCPUs"] = n;
+    }
+    devices.push_back(std::move(d));
+  }
+  const MetadataClaim mc{claim.uid, claim.namespace_name, claim.name, claim.pod_claim_name};
+  return std::optional(options_.metadata->Render(mc, devices));
 }
 
 Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
@@ -268,6 +288,9 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
   Staged staged;
   staged.write = true;
   staged.result = {Devices(*claim, ours), ""};
+  auto metadata = RenderMetadata(*claim, ours);
+  if (!metadata.ok()) return fail(metadata.status().WithContext("device metadata"));
+  staged.metadata = std::move(metadata).value();
 
   // A repeated Prepare: the same CPUs again.
   auto existing = segment_.FindClaim(ref.uid);
@@ -346,6 +369,31 @@ void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Sta
   }
   if (specs.empty()) return;
   std::vector<Status> written = cdi_.WriteAll(specs);
+  // The device metadata of the claims whose spec was written, as one more batch.
+  std::vector<const DeviceMetadataWriter::Plan*> plans;
+  std::vector<size_t> planned;  // plans[m] is the metadata of which[planned[m]]
+  for (size_t k = 0; k < which.size(); ++k) {
+    if (written[k].ok() && staged[which[k]].metadata) {
+      plans.push_back(&*staged[which[k]].metadata);
+      planned.push_back(k);
+    }
+  }
+  if (!plans.empty()) {
+    const std::vector<Status> metadata_written = options_.metadata->WriteAll(plans);
+    for (size_t m = 0; m < plans.size(); ++m) {
+      Staged& s = staged[which[planned[m]]];
+      if (!metadata_written[m].ok()) {
+        written[planned[m]] = metadata_written[m].WithContext("device metadata");
+        continue;
+      }
+      for (PreparedDevice& d : s.result.devices) {
+        if (auto it = plans[m]->cdi_ids.find(d.request_names.front());
+            it != plans[m]->cdi_ids.end()) {
+          d.cdi_device_ids.push_back(it->second);
+        }
+      }
+    }
+  }
   std::vector<size_t> to_mark;
   for (size_t k = 0; k < which.size(); ++k) {
     Staged& s = staged[which[k]];
@@ -355,7 +403,7 @@ void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Sta
     }
     s.result = {{}, "claim " + Key(refs[which[k]]) + ": " + written[k].message()};
     if (s.reserved) {
-      cdi_.Remove(refs[which[k]].uid).IgnoreError();  // best effort: the reservation goes anyway
+      RemoveFiles(refs[which[k]]).IgnoreError();  // best effort: the reservation goes anyway
       if (auto txn = segment_.Begin(); txn.ok()) {
         txn->RemoveClaim(refs[which[k]].uid).status().IgnoreError();
       }
@@ -373,11 +421,18 @@ void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Sta
     }
     s.result = {{}, "claim " + Key(refs[i]) + ": " + marked.message()};
     if (s.reserved) {
-      cdi_.Remove(refs[i].uid).IgnoreError();
+      RemoveFiles(refs[i]).IgnoreError();
       if (txn.ok()) txn->RemoveClaim(refs[i].uid).status().IgnoreError();
     }
   }
   if (txn.ok()) txn->Commit();
+}
+
+Status CpuClaimPreparer::RemoveFiles(const ClaimRef& ref) {
+  if (options_.metadata != nullptr) {
+    RETURN_IF_ERROR(options_.metadata->Remove(ref.namespace_name, ref.name, ref.uid));
+  }
+  return cdi_.Remove(ref.uid);
 }
 
 std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
@@ -396,11 +451,11 @@ std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
     if (Status s = txn->UpsertClaim(releasing); !s.ok()) return fail(s);
   }
   // The CPUs are freed only once no CDI spec can hand them to a new container.
-  if (Status s = cdi_.Remove(ref.uid); !s.ok()) {
+  if (Status s = RemoveFiles(ref); !s.ok()) {
     if (spec) {
       if (auto txn = segment_.Begin(); txn.ok()) txn->UpsertClaim(*spec).IgnoreError();
     }
-    return fail(s.WithContext("removing the CDI spec (CPUs stay reserved)"));
+    return fail(s.WithContext("removing the CDI spec and device metadata (CPUs stay reserved)"));
   }
   if (spec) {
     auto txn = segment_.Begin();
@@ -426,6 +481,9 @@ Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
   for (const shm::ClaimSpec& c : in_memory) {
     const bool has_spec = on_disk.count(c.uid) > 0;
     if (c.state == shm::ClaimState::kReleasing) {
+      if (options_.metadata != nullptr) {
+        RETURN_IF_ERROR(options_.metadata->Remove(c.namespace_, c.name, c.uid));
+      }
       RETURN_IF_ERROR(cdi_.Remove(c.uid));
       RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
       on_disk.erase(c.uid);

@@ -18,12 +18,13 @@
 //      would fall below minSharedCPUs, saying which devices were allocated whole. Recorded
 //      kReserved.
 //   4. The CDI specs of every claim of the call are written atomically together, with one
-//      directory fsync for the call (CdiStore::WriteAll), while those claims stay locked; a claim
-//      whose spec fails loses its reservation (nothing half-done).
+//      directory fsync for the call (CdiStore::WriteAll), then the KEP-5304 device metadata of
+//      those claims as one more batch (DeviceMetadataWriter::WriteAll), while those claims stay
+//      locked; a claim whose files fail loses its reservation and its files (nothing half-done).
 //   5. Recorded kPrepared (one transaction); devices returned (one per result, all with the
-//      claim's CDI id).
-// Unprepare: mark kReleasing, remove the CDI spec (on failure: back to kPrepared, CPUs stay
-// held, error returned), remove the claim. An unknown claim is success.
+//      claim's CDI id, plus the metadata CDI id of their request).
+// Unprepare: mark kReleasing, remove the device metadata and the CDI spec (on failure: back to
+// kPrepared, CPUs stay held, error returned), remove the claim. An unknown claim is success.
 // Reconcile (before registering with the kubelet): shared memory and the CDI files are made to
 // agree; see Reconcile().
 #pragma once
@@ -40,6 +41,7 @@
 #include "dra-agent/cdi/cdi_store.h"
 #include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/prepare/claim_preparer.h"
+#include "dra-agent/prepare/device_metadata.h"
 #include "dra-agent/prepare/resource_claim.h"
 #include "dra-agent/slices/device_catalog.h"
 #include "shm-schema/segment.h"
@@ -60,6 +62,9 @@ struct PreparerOptions {
   int min_shared_cpus = 1;
   bool strict_cpu_reservation = true;
   OnlineCpusReader online_cpus;  // empty: the topology's online set
+  // KEP-5304 device metadata (device_metadata.h), written with the CDI spec and removed before
+  // it; null: none. Not owned.
+  DeviceMetadataWriter* metadata = nullptr;
 };
 
 class CpuClaimPreparer final : public ClaimPreparer {
@@ -93,6 +98,7 @@ class CpuClaimPreparer final : public ClaimPreparer {
     bool write = false;
     bool reserved = false;
     shm::ClaimSpec spec;
+    std::optional<DeviceMetadataWriter::Plan> metadata;  // written with the spec
   };
   Staged Stage(const ClaimRef& ref);  // the claim's stripe is held
   void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged);  // steps 4-5
@@ -105,6 +111,12 @@ class CpuClaimPreparer final : public ClaimPreparer {
   std::vector<PreparedDevice> Devices(
       const ResourceClaimView& claim,
       const std::vector<const AllocationResultView*>& results) const;
+  // The KEP-5304 files of the claim, rendered (none without a metadata writer).
+  Result<std::optional<DeviceMetadataWriter::Plan>> RenderMetadata(
+      const ResourceClaimView& claim,
+      const std::vector<const AllocationResultView*>& results) const;
+  // Removes the claim's device metadata, then its CDI spec.
+  Status RemoveFiles(const ClaimRef& ref);
   size_t ClaimStripe(const std::string& uid) const;
   std::mutex& ClaimLock(const std::string& uid);
 

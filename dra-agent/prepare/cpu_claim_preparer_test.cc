@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "common/log_escape.h"
@@ -62,10 +63,12 @@ class PreparerTest : public ::testing::Test {
       std::filesystem::create_directories(dir_.File("cdi"));
       fs_ = NewPosixFileSystem(dir_.path()).value();
       cdi_ = std::make_unique<CdiStore>(*fs_, "cdi");
+      metadata_ = std::make_unique<DeviceMetadataWriter>(*fs_, "/kubelet/plugins/dra.cpu", "/cdi");
     }
     PreparerOptions po;
     po.pool_name = "node-a";
     po.min_shared_cpus = min_shared;
+    po.metadata = metadata_.get();
     po.online_cpus = [this]() -> Result<CpuSet> {
       std::lock_guard lock(mu_);
       if (!online_error_.ok()) return online_error_;
@@ -106,6 +109,7 @@ class PreparerTest : public ::testing::Test {
   std::unique_ptr<shm::Segment> segment_;
   std::unique_ptr<FileSystem> fs_;
   std::unique_ptr<CdiStore> cdi_;
+  std::unique_ptr<DeviceMetadataWriter> metadata_;
   MetricsRegistry metrics_;
   DraMetrics dra_metrics_{metrics_};
   std::unique_ptr<CpuClaimPreparer> preparer_;
@@ -123,7 +127,17 @@ TEST_F(PreparerTest, GroupedClaimGetsWholeCoresInItsNumaNode) {
   EXPECT_EQ(r.devices[0].device_name, "cpudevnuma000");
   EXPECT_EQ(r.devices[0].pool_name, "node-a");
   EXPECT_THAT(r.devices[0].request_names, ElementsAre("req"));
-  EXPECT_THAT(r.devices[0].cdi_device_ids, ElementsAre("dra.k8s.io/cpu=claim-u1"));
+  EXPECT_THAT(r.devices[0].cdi_device_ids,
+              ElementsAre("dra.k8s.io/cpu=claim-u1", "dra.cpu/metadata=u1_req"));
+  // KEP-5304: the device's published attributes and the CPUs it got, in the metadata file.
+  std::ifstream meta(
+      dir_.File("kubelet/plugins/dra.cpu/dra-device-metadata/ns_c-u1/req/metadata.json"));
+  std::stringstream text;
+  text << meta.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("\"dra.cpu/allocatedNumCPUs\": {\n"));
+  EXPECT_THAT(text.str(), HasSubstr("\"int\": 4"));
+  EXPECT_THAT(text.str(), HasSubstr("\"resource.kubernetes.io/numaNode\""));
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("cdi/dra.cpu_metadata_u1_req.json")));
   const CpuSet held = Held("u1");
   EXPECT_EQ(held.Count(), 4);
   EXPECT_TRUE(held.IsSubsetOf(topology_.numa_nodes[0].cpus));
@@ -431,9 +445,13 @@ TEST_F(PreparerTest, IndividualModeMapsDevicesToCpus) {
 TEST_F(PreparerTest, UnprepareReleasesAndIsIdempotent) {
   const ClaimRef ref = Add("u1", {{"r", "cpudevnuma000", "2"}});
   ASSERT_EQ(PrepareOne(ref).error, "");
+  EXPECT_TRUE(std::filesystem::exists(dir_.File("cdi/dra.cpu_metadata_u1_r.json")));
   EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
   EXPECT_TRUE(Held("u1").Empty());
   EXPECT_THAT(cdi_->List()->claims, IsEmpty());
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("cdi/dra.cpu_metadata_u1_r.json")));
+  EXPECT_FALSE(
+      std::filesystem::exists(dir_.File("kubelet/plugins/dra.cpu/dra-device-metadata/ns_c-u1")));
   EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
   EXPECT_EQ(preparer_->Unprepare({{"ns", "never", "u404"}}).at("u404"), "");
 }

@@ -92,6 +92,13 @@ Result<ResourceClaimView> ParseResourceClaim(std::string_view json) {
   ASSIGN_OR_RETURN(view.uid, StringAt(meta, "uid", "metadata", true));
   ASSIGN_OR_RETURN(view.namespace_name, StringAt(meta, "namespace", "metadata", false));
   ASSIGN_OR_RETURN(view.name, StringAt(meta, "name", "metadata", true));
+  if (meta.HasMember("annotations") && meta["annotations"].IsObject()) {
+    const Value& a = meta["annotations"];
+    if (auto it = a.FindMember("resource.kubernetes.io/pod-claim-name");
+        it != a.MemberEnd() && it->value.IsString()) {
+      view.pod_claim_name = std::string(it->value.GetString(), it->value.GetStringLength());
+    }
+  }
   if (!doc.HasMember("status") || !doc["status"].IsObject()) return view;
   const Value& status = doc["status"];
   if (!status.HasMember("allocation") || status["allocation"].IsNull()) return view;

@@ -49,6 +49,9 @@ struct ResourceClaimView {
   std::string uid;
   std::string namespace_name;
   std::string name;
+  // metadata.annotations["resource.kubernetes.io/pod-claim-name"]: set on claims made from a
+  // ResourceClaimTemplate (the pod's name for the claim).
+  std::optional<std::string> pod_claim_name;
   bool allocated = false;
   std::vector<AllocationResultView> results;  // every driver's
   std::vector<OpaqueConfigView> configs;      // every driver's

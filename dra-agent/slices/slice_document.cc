@@ -122,6 +122,13 @@ void Devices(Writer& w, const std::vector<const CatalogDevice*>& devices, const 
 
 }  // namespace
 
+std::string RenderAttributeJson(const AttributeValue& value) {
+  rapidjson::StringBuffer b;
+  Writer w(b);
+  Attribute(w, value);
+  return std::string(b.GetString(), b.GetSize());
+}
+
 std::vector<std::vector<const CatalogDevice*>> ChunkDevices(const DeviceCatalog& catalog,
                                                             const SliceShape& shape) {
   bool lists = false;

@@ -30,6 +30,10 @@ struct PoolInfo {
 std::vector<std::vector<const CatalogDevice*>> ChunkDevices(const DeviceCatalog& catalog,
                                                             const SliceShape& shape = {});
 
+// One attribute value as the API writes it: {"int": 3}, {"bool": true}, {"string": "x"},
+// {"strings": [...]} (also the KEP-5304 metadata files' format).
+std::string RenderAttributeJson(const AttributeValue& value);
+
 // "00000-dra.cpu-<node>-" for slice `index`.
 std::string SliceGenerateName(int index, const std::string& node_name);
 

@@ -148,6 +148,51 @@ def spec_cpus(node, uid):
     return cpulist(env.split("=", 1)[1])
 
 
+def check_device_metadata(node, uid):
+    """Issue 16 item 3: the KEP-5304 files the reference's kubelet plugin library writes."""
+    path = os.path.join(node.kubelet, "plugins", "dra.cpu", "dra-device-metadata",
+                        "default_claim-%s" % uid, "cpus", "metadata.json")
+    with open(path) as f:
+        m = json.load(f)
+    check(m["apiVersion"] == "metadata.resource.k8s.io/v1beta1" and m["kind"] == "DeviceMetadata",
+          "metadata file is a v1beta1 DeviceMetadata")
+    check(m["metadata"]["uid"] == uid and m["requests"][0]["name"] == "cpus", "metadata names the claim and request")
+    d = m["requests"][0]["devices"][0]
+    a = d["attributes"]
+    check(d["driver"] == "dra.cpu" and d["name"] == "cpudevnuma000" and d["pool"] == "node-1",
+          "metadata names driver, device and pool")
+    check(a["dra.cpu/allocatedNumCPUs"]["int"] == 4 and a["dra.cpu/numCPUs"]["int"] >= 4 and
+          "bool" in a["dra.cpu/smtEnabled"] and "int" in a["resource.kubernetes.io/numaNode"] and
+          "int" in a["dra.cpu/numaNodeID"] and "int" in a["dra.net/numaNode"] and "int" in a["dra.cpu/socketID"],
+          "metadata has the grouped attributes the reference's e2e test reads: %s" % sorted(a))
+    with open(os.path.join(node.cdi, "dra.cpu_metadata_%s_cpus.json" % uid)) as f:
+        spec = json.load(f)
+    mount = spec["devices"][0]["containerEdits"]["mounts"][0]
+    check(spec["kind"] == "dra.cpu/metadata" and mount["hostPath"] == path and
+          mount["containerPath"] == "/var/run/kubernetes.io/dra-device-attributes/resourceclaims/claim-%s/cpus/"
+          "dra.cpu-metadata.json" % uid and mount["options"] == ["ro", "bind"],
+          "the metadata CDI spec bind-mounts the file read-only at the KEP-5304 path")
+
+
+def check_kubelet_cpu_manager(node):
+    """Issue 16 item 6: a kubelet with the static CPU Manager is reported in /readyz and health."""
+    state = os.path.join(node.kubelet, "cpu_manager_state")
+    with open(state, "w") as f:
+        f.write('{"policyName":"static","defaultCpuSet":"0-31","checksum":1}')
+    status, body = http_get(node.http + "/readyz")
+    check(status == 503 and "policy static" in body and "cpuManagerPolicy to none" in body,
+          "/readyz 503 while the kubelet's static CPU Manager is on: %s" % body.strip())
+    rc, health = node.kubelet_cmd("health", "1")
+    check(rc == 0 and all(d["health"] == "Unhealthy" and "CPU Manager" in d.get("message", "")
+                          for d in health[0]), "devices Unhealthy with the reason: %s" % health)
+    conflict = lambda: re.search(r"^dracpu_kubelet_cpu_manager_conflict (\S+)$", http_get(node.http + "/metrics")[1], re.M)
+    check(conflict() is not None and float(conflict().group(1)) == 1, "dracpu_kubelet_cpu_manager_conflict 1")
+    with open(state, "w") as f:
+        f.write('{"policyName":"none","defaultCpuSet":"","checksum":1}')
+    wait_for(lambda: http_get(node.http + "/readyz")[0] == 200, "/readyz 200 again with policy none")
+    check(float(conflict().group(1)) == 0, "dracpu_kubelet_cpu_manager_conflict 0 with policy none")
+
+
 def reference_metrics(shared):
     """(name, type, labels) of the table in reference-driver.md, section 2.13."""
     with open(os.path.join(shared, "spec", "reference-driver.md")) as f:
@@ -207,6 +252,7 @@ def main():
         rc, reg = node.kubelet_cmd("register")
         check(rc == 0 and reg.get("chosen") == "v1.DRAPlugin", "kubelet registers the plugin over v1: %s" % reg)
         wait_for(lambda: http_get(node.http + "/readyz")[0] == 200, "/readyz 200 after registration and publishing")
+        check_kubelet_cpu_manager(node)
         status, body = http_get(node.url + "/apis/resource.k8s.io/v1/resourceslices")
         slices = json.loads(body)["items"]
         check(len(slices) == 1 and slices[0]["spec"]["nodeName"] == "node-1", "one ResourceSlice for node-1")
@@ -233,7 +279,9 @@ def main():
         check(rc == 0 and out[uid1]["error"] == "", "grouped claim prepared: %s" % out)
         dev = out[uid1]["devices"][0]
         check(dev["deviceName"] == "cpudevnuma000" and dev["poolName"] == "node-1", "device and pool reported")
-        check(dev["cdiDeviceIds"] == ["dra.k8s.io/cpu=claim-" + uid1], "CDI device id reported")
+        check(dev["cdiDeviceIds"] == ["dra.k8s.io/cpu=claim-" + uid1, "dra.cpu/metadata=%s_cpus" % uid1],
+              "CDI device ids reported: the claim's and its KEP-5304 metadata mount")
+        check_device_metadata(node, uid1)
         cpus = spec_cpus(node, uid1)
         check(cpus is not None and len(cpus) == 4, "CDI spec holds 4 CPUs: %s" % cpus)
         check(cpus <= cpulist("0-7,16-23"), "CPUs inside NUMA node 0")

@@ -126,8 +126,10 @@ def main():
         check(sorted(replies) == sorted(device), "every claim answered")
         check(all(r["error"] == "" for r in replies.values()), "no claim refused")
         check(all([d["deviceName"] for d in replies[u]["devices"]] == [device[u]] and
-                  replies[u]["devices"][0]["cdiDeviceIds"] == ["dra.k8s.io/cpu=claim-" + u] for u in device),
-              "each reply names its device and CDI id")
+                  replies[u]["devices"][0]["cdiDeviceIds"][0] == "dra.k8s.io/cpu=claim-" + u and
+                  replies[u]["devices"][0]["cdiDeviceIds"][1].startswith("dra.cpu/metadata=" + u + "_")
+                  for u in device),
+              "each reply names its device, its CDI id and its metadata CDI id")
 
         held = {}
         for u in device:

@@ -348,6 +348,17 @@ TEST(GatherInfo, ReportsTheRunningAgentsEffectiveConfigAndReadsItsOverlay) {
   EXPECT_STREQ(doc["topology"]["online"].GetString(), "0-1");
   EXPECT_EQ(doc["cpuDetails"]["topology"]["numCores"].GetInt(), 1);
   EXPECT_EQ(doc["cpuDetails"]["cpus"][0]["sibling"].GetInt(), 1);
+  EXPECT_FALSE(doc["kubeletCpuManager"]["found"].GetBool());
+  EXPECT_STREQ(doc["kubeletCpuManager"]["conflict"].GetString(), "");
+  // The kubelet's static CPU Manager on that node is reported, from the agent's kubelet root.
+  node->File("agent-root/var/lib/kubelet/cpu_manager_state",
+             R"({"policyName":"static","defaultCpuSet":"0-1","checksum":1})");
+  const CommandRun conflict = Gather({"--format", "json"}, node->root());
+  const rapidjson::Document with = ParseJson(conflict.out);
+  EXPECT_TRUE(with["kubeletCpuManager"]["found"].GetBool());
+  EXPECT_STREQ(with["kubeletCpuManager"]["policyName"].GetString(), "static");
+  EXPECT_THAT(with["kubeletCpuManager"]["conflict"].GetString(), HasSubstr("policy static"));
+  EXPECT_THAT(Gather({"--format=summary"}, node->root()).out, HasSubstr("CONFLICT  the kubelet's"));
   // An explicit --sysfs-root is read as it is, without the agent's overlay.
   const CommandRun own =
       Gather({"--format=json", "--sysfs-root=" + node->root() + "/none"}, node->root());

@@ -20,6 +20,7 @@ Prints one line per check and ends with "N passed, N failed" over the cases. Exi
 passed, 1 otherwise, 2 on a set-up error (no root, no mirror: the message says which).
 """
 import argparse
+import errno
 import hashlib
 import io
 import json
@@ -503,6 +504,19 @@ class Suite:
                    (fmt(self.cpus_a), fmt(cg), fmt(allowed)))
         want = {"DRA_CPUSET_" + self.uid_a: fmt(self.cpus_a)}
         self.check(env == want, "CDI injected %s" % env)
+        # KEP-5304: the metadata file, bind-mounted read-only by the metadata CDI spec.
+        meta = "/proc/%d/root/var/run/kubernetes.io/dra-device-attributes/resourceclaims/claim-%s/cpus/" \
+            "dra.cpu-metadata.json" % (self.cri.pid(self.c["a"]), self.uid_a)
+        doc = json.loads(read(meta))
+        dev = doc["requests"][0]["devices"][0]
+        self.check(doc["apiVersion"] == "metadata.resource.k8s.io/v1beta1" and dev["driver"] == "dra.cpu" and
+                   dev["attributes"]["dra.cpu/allocatedNumCPUs"]["int"] == len(self.cpus_a),
+                   "device metadata inside the container: %s CPU(s) of %s" % (len(self.cpus_a), dev["name"]))
+        try:
+            open(meta, "a").close()
+            self.check(False, "the metadata file is read-only in the container")
+        except OSError as e:
+            self.check(e.errno == errno.EROFS, "the metadata file is read-only in the container (%s)" % e)
         self.check(self.cri.cpus(self.c["web"]) == self.pool,
                    "web shrank to the pool %s in the creation's reply" % fmt(self.pool))
 
@@ -699,6 +713,12 @@ class RealRuntime:
                        check=True, capture_output=True)
         self.node = RealNode(self.build, chroot.path("/run/nri/nri.sock"))
         self.node.cdi_dir = self.cdi_dir  # the dra-agent writes CDI specs where containerd reads
+        # The KEP-5304 metadata specs bind-mount files of the kubelet's plugin directory (host
+        # paths, as on a node): runc, chrooted here, must see them at the same path.
+        os.makedirs(self.node.kubelet_dir, exist_ok=True)
+        os.makedirs(chroot.path(self.node.kubelet_dir), exist_ok=True)
+        subprocess.run(["mount", "--bind", self.node.kubelet_dir, chroot.path(self.node.kubelet_dir)],
+                       check=True)
         self.node.start()
         self.cri = Cri(self.pb, self.pb_grpc, self.containerd.socket, "/" + self.cgroup_name)
         return self
