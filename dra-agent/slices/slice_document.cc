@@ -125,7 +125,7 @@ void Devices(Writer& w, const std::vector<const CatalogDevice*>& devices, const 
 std::string RenderAttributeJson(const AttributeValue& value) {
   rapidjson::StringBuffer b;
   Writer w(b);
-  Attribute(w, value);
+  Attribute(w, value, SliceShape{});  // the full form: the metadata file is not an API object
   return std::string(b.GetString(), b.GetSize());
 }
 

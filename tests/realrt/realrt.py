@@ -330,16 +330,17 @@ class Cri:
         return self.call("Version", self.pb.VersionRequest()).runtime_version
 
     def serving(self):
-        """True once CRI answers. After a containerd restart the channel's first calls can fail
-        with UNAVAILABLE (a broken pipe on the old connection) until it reconnects; the kubelet
-        waits for the runtime's status the same way."""
+        """True once CRI answers and says RuntimeReady, as the kubelet waits for it. After a
+        containerd restart the channel's first calls can fail with UNAVAILABLE (a broken pipe on
+        the old connection) until it reconnects, and Version answers before the CRI service has
+        loaded its containers (other calls fail UNKNOWN "server is not initialized yet")."""
         try:
-            self.version()
-            return True
+            st = self.call("Status", self.pb.StatusRequest())
         except self.grpc.RpcError as e:
-            if e.code() == self.grpc.StatusCode.UNAVAILABLE:
+            if e.code() == self.grpc.StatusCode.UNAVAILABLE or "not initialized" in (e.details() or ""):
                 return False
             raise
+        return any(c.type == "RuntimeReady" and c.status for c in st.status.conditions)
 
     def run_pod(self, name):
         pb = self.pb
@@ -395,8 +396,14 @@ class Cri:
             del self.pods[name]
 
     def pid(self, cid):
+        """The container's process, once it runs the image's program: StartContainer can return
+        while runc's init is still about to exec it (its environ and comm are runc's then)."""
         st = self.call("ContainerStatus", self.pb.ContainerStatusRequest(container_id=cid, verbose=True))
-        return json.loads(st.info["info"])["pid"]
+        pid = json.loads(st.info["info"])["pid"]
+        deadline = time.monotonic() + 10
+        while read("/proc/%d/comm" % pid).startswith("runc") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return pid
 
     def state(self, cid):
         st = self.call("ContainerStatus", self.pb.ContainerStatusRequest(container_id=cid))
