@@ -120,8 +120,7 @@ std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
 }
 
 std::vector<PreparedDevice> CpuClaimPreparer::Devices(
-    const ResourceClaimView& claim,
-    const std::vector<const AllocationResultView*>& results) const {
+    const ResourceClaimView& claim, const std::vector<const AllocationResultView*>& results) const {
   std::vector<PreparedDevice> devices;
   devices.reserve(results.size());
   for (const AllocationResultView* r : results) {
@@ -132,8 +131,7 @@ std::vector<PreparedDevice> CpuClaimPreparer::Devices(
 }
 
 Result<std::optional<DeviceMetadataWriter::Plan>> CpuClaimPreparer::RenderMetadata(
-    const ResourceClaimView& claim,
-    const std::vector<const AllocationResultView*>& results) const {
+    const ResourceClaimView& claim, const std::vector<const AllocationResultView*>& results) const {
   if (options_.metadata == nullptr) return std::optional<DeviceMetadataWriter::Plan>();
   std::vector<MetadataDevice> devices;
   for (const AllocationResultView* r : results) {
