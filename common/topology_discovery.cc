@@ -1,6 +1,7 @@
 #include "common/topology_discovery.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -267,11 +268,49 @@ Status DiscoverCpusAndCores(const FileSystem& fs, CpuTopology& topo, std::vector
   return Status::Ok();
 }
 
-// Intel hybrid: /sys/devices/cpu_core/cpus (P-cores) and /sys/devices/cpu_atom/cpus (E-cores).
-Status DiscoverCoreTypes(const FileSystem& fs, CpuTopology& topo, PerCpu& type_of) {
+// Arm big.LITTLE and DynamIQ parts have no PMU lists of core types; their cpu_capacity (the
+// scheduler's relative performance, 1024 for the fastest) tells them apart. One core type may
+// read as several close values, as the kernel scales capacity by each cluster's top frequency
+// (NVIDIA GB10: 718 and 731 for its A725s, 997 to 1024 for its X925s), so sorted values within
+// 10% of the previous one form one class. The highest class is p-core, every lower class e-core
+// (a phone's A510 and A710 both e-core beside its X3); one class, or a CPU without the file, is a
+// machine without core types.
+void ClassifyByCapacity(const std::vector<CpuIds>& ids, CpuTopology& topo, PerCpu& type_of) {
+  std::set<int> values;
+  for (const int cpu : topo.online) {
+    if (ids[cpu].capacity <= 0) return;
+    values.insert(ids[cpu].capacity);
+  }
+  std::vector<int> class_floors;  // the lowest capacity of each class, ascending
+  int previous = 0;
+  for (const int v : values) {
+    if (class_floors.empty() || int64_t{v} * 10 > int64_t{previous} * 11) class_floors.push_back(v);
+    previous = v;
+  }
+  if (class_floors.size() < 2) return;
+  CpuSet performance;
+  for (const int cpu : topo.online) {
+    const bool top = ids[cpu].capacity >= class_floors.back();
+    type_of[cpu] = static_cast<int>(top ? CoreType::kPerformance : CoreType::kEfficiency);
+    if (top) performance.Set(cpu);
+  }
+  if (class_floors.size() > 2) {
+    topo.warnings.push_back("cpu_capacity has " + std::to_string(class_floors.size()) +
+                            " classes: CPUs " + performance.ToListString() +
+                            " (the highest) are p-core, the others e-core");
+  }
+}
+
+// Intel hybrid: /sys/devices/cpu_core/cpus (P-cores) and /sys/devices/cpu_atom/cpus (E-cores);
+// without them, Arm cpu_capacity classes.
+Status DiscoverCoreTypes(const FileSystem& fs, const std::vector<CpuIds>& ids, CpuTopology& topo,
+                         PerCpu& type_of) {
   ASSIGN_OR_RETURN(const auto atom, ReadOptionalList(fs, "sys/devices/cpu_atom/cpus"));
   ASSIGN_OR_RETURN(const auto core, ReadOptionalList(fs, "sys/devices/cpu_core/cpus"));
-  if (!atom.first && !core.first) return Status::Ok();
+  if (!atom.first && !core.first) {
+    ClassifyByCapacity(ids, topo, type_of);
+    return Status::Ok();
+  }
   // A hybrid machine: E-cores are exactly cpu_atom's CPUs; every other CPU is a P-core (the
   // PMU lists only online CPUs, so cpu_core alone may miss none that matter).
   for (const int cpu : topo.online) {
@@ -297,7 +336,7 @@ Result<CpuTopology> DiscoverTopology(const FileSystem& fs, const DiscoveryOption
   RETURN_IF_ERROR(DiscoverCpusAndCores(fs, topo, ids, core_of));
 
   PerCpu type_of(CpuSet::kMaxCpus, static_cast<int>(CoreType::kStandard));
-  RETURN_IF_ERROR(DiscoverCoreTypes(fs, topo, type_of));
+  RETURN_IF_ERROR(DiscoverCoreTypes(fs, ids, topo, type_of));
   for (Core& core : topo.cores) core.type = static_cast<CoreType>(type_of[core.id]);
 
   PerCpu numa_of(CpuSet::kMaxCpus, -1);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -308,16 +309,49 @@ TEST(DiscoverTopology, IntelHybridCoreTypes) {
   EXPECT_EQ(topo->threads_per_core, (std::vector<int>{1, 2}));
 }
 
-TEST(DiscoverTopology, ArmCapacityIsDetailNotType) {
-  auto f = NewFixture();
-  f->CpuFile("online", "0-1\n");
-  f->Cpu(0, {.package = 0, .core_id = 0, .capacity = 280});
-  f->Cpu(1, {.package = 0, .core_id = 1, .capacity = 1024});
-  auto topo = Discover(*f);
-  ASSERT_THAT(topo, IsOk());
-  EXPECT_EQ(topo->FindCpu(0)->capacity, 280);
-  EXPECT_EQ(topo->FindCpu(1)->capacity, 1024);
-  EXPECT_EQ(topo->FindCpu(0)->type, CoreType::kStandard);
+// Arm core types from cpu_capacity classes (values within 10% of the previous one are one
+// class; the highest class is p-core): big.LITTLE, DynamIQ with two close values per type
+// (as NVIDIA GB10), three classes (a phone: the two lower ones are e-core), one class, and a CPU
+// without the file (no types at all).
+TEST(DiscoverTopology, ArmCoreTypesFromCapacityClasses) {
+  const struct {
+    const char* name;
+    std::vector<int> capacity;  // per CPU 0..n-1; -1: no file
+    const char* p_cores;        // "" when every CPU is standard
+    bool warns;
+  } kCases[] = {
+      {"big.LITTLE", {446, 446, 446, 446, 1024, 1024, 1024, 1024}, "4-7", false},
+      {"close values per type", {718, 731, 997, 1017, 1024, 718}, "2-4", false},
+      {"three classes", {280, 280, 855, 855, 1024}, "4", true},
+      {"one class", {1024, 1024, 1000, 1024}, "", false},
+      {"a CPU without cpu_capacity", {446, 1024, -1, 1024}, "", false},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    auto f = NewFixture();
+    const int n = static_cast<int>(c.capacity.size());
+    f->CpuFile("online", "0-" + std::to_string(n - 1) + "\n");
+    for (int cpu = 0; cpu < n; ++cpu) {
+      f->Cpu(cpu, {.package = 0,
+                   .core_id = cpu,
+                   .siblings = std::to_string(cpu),
+                   .capacity = c.capacity[cpu]});
+    }
+    auto topo = Discover(*f);
+    ASSERT_THAT(topo, IsOk());
+    const CpuSet p = CpuSet::ParseList(c.p_cores).value();
+    for (int cpu = 0; cpu < n; ++cpu) {
+      const CoreType want = p.Empty()         ? CoreType::kStandard
+                            : p.Contains(cpu) ? CoreType::kPerformance
+                                              : CoreType::kEfficiency;
+      EXPECT_EQ(topo->FindCpu(cpu)->type, want) << "cpu" << cpu;
+      EXPECT_EQ(topo->FindCpu(cpu)->capacity, c.capacity[cpu]) << "cpu" << cpu;
+    }
+    const bool warned =
+        std::any_of(topo->warnings.begin(), topo->warnings.end(),
+                    [](const std::string& w) { return w.find("cpu_capacity has 3 classes") == 0; });
+    EXPECT_EQ(warned, c.warns) << ::testing::PrintToString(topo->warnings);
+  }
 }
 
 TEST(DiscoverTopology, SmtControlDecidesSmtEnabled) {

@@ -24,10 +24,52 @@ Result<CpuSet> Place(const TopologyIndex& index, const PlacementPolicy& options,
   return search.Place(count);
 }
 
+// The online CPUs of `index` whose core is of `type`.
+CpuSet CpusOfType(const TopologyIndex& index, CoreType type) {
+  CpuSet out;
+  for (const TopologyIndex::CoreEntry& core : index.cores()) {
+    if (core.type != type) continue;
+    for (int t = 0; t < core.width; ++t) out.Set(index.threads()[core.first + t]);
+  }
+  return out;
+}
+
+Result<CpuSet> AllocateAnyType(const TopologyIndex& index, const AllocationRequest& request,
+                               const PlacementPolicy& options);
+
 }  // namespace
 
+// On a hybrid part a claim's CPUs are of one core type unless the policy says coreType any:
+// the preferred type when it holds the request, else the other type alone; a request that
+// neither holds is refused rather than mixed (a P-core and an E-core thread in one claim run at
+// different speeds, which latency-sensitive work does not expect).
 Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& request,
                         const PlacementPolicy& options) {
+  if (!index.hybrid() || options.core_type == CoreTypePreference::kAny || request.count <= 0) {
+    return AllocateAnyType(index, request, options);
+  }
+  const bool efficiency = options.core_type == CoreTypePreference::kEfficiency;
+  const CoreType order[2] = {efficiency ? CoreType::kEfficiency : CoreType::kPerformance,
+                             efficiency ? CoreType::kPerformance : CoreType::kEfficiency};
+  std::string why;
+  for (const CoreType type : order) {
+    AllocationRequest one = request;
+    one.available = request.available & CpusOfType(index, type);
+    Result<CpuSet> placed = AllocateAnyType(index, one, options);
+    if (placed.ok() || placed.status().code() == StatusCode::kInvalidArgument) return placed;
+    why += std::string(why.empty() ? "" : "; ") + CoreTypeName(type) + ": " +
+           placed.status().message();
+  }
+  return ResourceExhaustedError("no single core type can hold " + std::to_string(request.count) +
+                                " CPUs (" + why +
+                                "); a claim gets CPUs of one core type unless its policy sets "
+                                "coreType: any");
+}
+
+namespace {
+
+Result<CpuSet> AllocateAnyType(const TopologyIndex& index, const AllocationRequest& request,
+                               const PlacementPolicy& options) {
   if (request.count < 0) {
     return InvalidArgumentError("request of " + std::to_string(request.count) + " CPUs");
   }
@@ -115,4 +157,5 @@ Result<CpuSet> Allocate(const TopologyIndex& index, const AllocationRequest& req
   return Place(index, options, candidates, count);
 }
 
+}  // namespace
 }  // namespace dracpu::allocator

@@ -7,7 +7,9 @@
 // NUMA nodes spanned, sockets spanned, L3 groups spanned, partially used cores, core-type mix,
 // then damage to what stays free. See placement_search.h and docs/allocator.md. With
 // align-by-socket and no hint, a request that no single NUMA node holds stays inside one socket
-// when one holds it, before the NUMA count is minimised across sockets.
+// when one holds it, before the NUMA count is minimised across sockets. On a hybrid part (P/E
+// cores, Intel or Arm) a claim gets CPUs of one core type: the preferred one (coreType, default
+// performance) when it holds the request, else the other alone; only coreType any mixes them.
 //
 // Errors:
 //  * INVALID_ARGUMENT: negative count, candidate or reserved CPUs not in the topology, a NUMA
@@ -15,7 +17,8 @@
 //  * FAILED_PRECONDITION: full-pcpus-only and a count that is not a multiple of the core size
 //    (message starts with kubelet's "SMTAlignmentError{RequestedCPUs: N, CpusPerCore: W}").
 //  * RESOURCE_EXHAUSTED: "not enough cpus available to satisfy request: requested=N,
-//    available=M" (kubelet's words), or not enough whole free cores under full-pcpus-only.
+//    available=M" (kubelet's words), not enough whole free cores under full-pcpus-only, or
+//    "no single core type can hold N CPUs (...)" on a hybrid part without coreType any.
 // Deterministic: the same input gives the same answer. Thread safety: a pure function.
 #pragma once
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <random>
 
 #include "dra-agent/allocator/placement_metrics.h"
@@ -194,6 +195,27 @@ TEST_F(WeaknessTest, D4CoreTypeOptionSelectsEfficiencyOrAny) {
   EXPECT_EQ(Types(m.topology, *any), 1);
 }
 
+// Issue 16 item 5: one core type per claim unless coreType is any. With CPUs 0-1 reserved the
+// part has 6 free E-cores (2-7) and 16 P-core threads (8-23): 16 fit on P-cores alone, 17 on
+// neither type alone and are refused rather than mixed, unless the claim says any.
+TEST_F(WeaknessTest, D4NeverMixesCoreTypesUnlessAny) {
+  DRACPU_REQUIRE_SHARED_DIR(dir);
+  const Machine m = Load(dir, "topoSingleSocketSingleNumaPerSocketPCoreHTMonolithicUncore");
+  Result<CpuSet> p = Take(m, m.topology.online, 16, {}, CpuSet({0, 1}));
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(*p, CpuSet::Range(8, 23));
+  // P-cores partly taken: the E-cores alone, not a mix.
+  Result<CpuSet> e = Take(m, m.topology.online - CpuSet::Range(8, 19), 6, {}, CpuSet({0, 1}));
+  ASSERT_THAT(e, IsOk());
+  EXPECT_EQ(*e, CpuSet::Range(2, 7));
+  EXPECT_THAT(Take(m, m.topology.online, 17, {}, CpuSet({0, 1})),
+              StatusIs(StatusCode::kResourceExhausted,
+                       ::testing::HasSubstr("no single core type can hold 17 CPUs")));
+  Result<CpuSet> mixed = Take(m, m.topology.online, 17, {{"core-type", "any"}}, CpuSet({0, 1}));
+  ASSERT_THAT(mixed, IsOk());
+  EXPECT_EQ(Types(m.topology, *mixed), 2);
+}
+
 // §(d)5: kubelet keys cores by the fixture's CoreID, which restarts on socket 1 of the EPYC 9654
 // NPS2 fixture: CPU i and i+96 become one "core". With full-pcpus-only and CPU 0 reserved it
 // also withholds CPU 96 (a "sibling" on the other socket), so a request for every other CPU is
@@ -294,10 +316,18 @@ TEST_F(WeaknessTest, EveryCaseTopologyMeetsHardConstraintsUnderEveryOptionSet) {
         for (const Core& core : m.topology.cores)
           whole += core.cpus.IsSubsetOf(free) ? core.cpus.Count() : 0;
         const int width = m.index.uniform_width();
+        // On hybrid parts a claim is of one core type unless coreType is any.
+        int one_type = free.Count();
+        if (m.index.hybrid() && parsed.core_type != CoreTypePreference::kAny) {
+          std::map<CoreType, int> by_type;
+          for (int cpu : free) ++by_type[m.topology.FindCpu(cpu)->type];
+          one_type = 0;
+          for (const auto& [type, n] : by_type) one_type = std::max(one_type, n);
+        }
         const bool feasible =
             parsed.full_pcpus_only
                 ? (width > 0 ? count % width == 0 && count <= whole : count <= whole)
-                : count <= free.Count();
+                : count <= one_type;
         if (!got.ok()) {
           // On hybrid parts whole cores of mixed widths may not add up; everything else must fit.
           EXPECT_TRUE(!feasible || (parsed.full_pcpus_only && width == 0))

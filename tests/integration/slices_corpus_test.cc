@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <variant>
 
 #include "common/topology_discovery.h"
 #include "dra-agent/slices/device_catalog.h"
@@ -91,6 +92,44 @@ TEST_P(SlicesCorpusTest, EveryModeMatchesTheTopology) {
       }
       EXPECT_EQ(total, static_cast<int>(catalog->devices.size()));
     }
+  }
+}
+
+// Issue 16 item 5: the hybrid Arm trees (cpu_capacity classes) publish dra.cpu/coreType per CPU
+// in individual mode; the one-CPU floor withholds CPU 0, an e-core on both.
+TEST(SlicesCorpus, HybridTreesPublishTheirCoreTypes) {
+  DRACPU_REQUIRE_SHARED_DIR(shared);
+  const struct {
+    const char* machine;
+    const char* p_cores;
+    int e_devices;
+  } kCases[] = {
+      {"nvidia-gb10-arm-hybrid", "5-9,15-19", 9},
+      {"arm-phone-a510-a710-a715-x3", "7", 6},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.machine);
+    auto tree = testing::ExtractCorpusMachine(shared, c.machine);
+    ASSERT_THAT(tree, IsOk());
+    auto fs = NewPosixFileSystem((*tree)->path());
+    ASSERT_THAT(fs, IsOk());
+    auto topology = DiscoverTopology(**fs);
+    ASSERT_THAT(topology, IsOk());
+    CatalogOptions o;
+    o.mode = CpuDeviceMode::kIndividual;
+    o.min_shared_cpus = 1;
+    auto catalog = BuildDeviceCatalog(*topology, o);
+    ASSERT_THAT(catalog, IsOk());
+    CpuSet p_cores;
+    int e_devices = 0;
+    for (const CatalogDevice& d : catalog->devices) {
+      const std::string& type = std::get<std::string>(d.attributes.at("dra.cpu/coreType"));
+      if (type == "p-core") p_cores |= d.cpus;
+      e_devices += type == "e-core";
+      EXPECT_TRUE(type == "p-core" || type == "e-core") << d.name << ": " << type;
+    }
+    EXPECT_EQ(p_cores.ToListString(), c.p_cores);
+    EXPECT_EQ(e_devices, c.e_devices);
   }
 }
 

@@ -285,6 +285,28 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
     EXPECT_THAT(got_n, UnorderedElementsAreArray(want)) << "hwloc NUMA nodes";
   }
 
+  // Core types against hwloc's CPU kinds (Intel cpu_core/cpu_atom, Arm cpu_capacity classes): one
+  // kind is a machine without core types; with several, the highest kind is p-core and every
+  // lower kind e-core (the phone's A510 and A710 kinds both).
+  // The Raptor Lake tree has no cpu_core/cpu_atom files (hwloc took its kinds from cpufreq,
+  // which we do not read for types), so it reads as a machine without core types.
+  if (hwloc.HasMember("cpu_kinds") && hwloc["cpu_kinds"].IsArray() &&
+      machine != "intel-raptorlake-i7-1370p-hybrid") {
+    const auto& kinds = hwloc["cpu_kinds"];
+    int top = -1;
+    for (const auto& k : kinds.GetArray()) top = std::max(top, k["kind"].GetInt());
+    for (const auto& k : kinds.GetArray()) {
+      const CoreType want = kinds.Size() == 1           ? CoreType::kStandard
+                            : k["kind"].GetInt() == top ? CoreType::kPerformance
+                                                        : CoreType::kEfficiency;
+      for (const int cpu : CpuSet::ParseList(k["cpus"].GetString()).value()) {
+        const CpuInfo* info = topo.FindCpu(cpu);
+        ASSERT_NE(info, nullptr) << "cpu" << cpu;
+        EXPECT_EQ(info->type, want) << "cpu" << cpu << " of hwloc kind " << k["kind"].GetInt();
+      }
+    }
+  }
+
   EXPECT_THAT(topo.Validate(), IsOk());
 
   // Every per-CPU record points at groups that contain the CPU.
