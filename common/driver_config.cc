@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/log_escape.h"
 #include "common/yaml_tree.h"
 
 namespace dracpu {
@@ -45,7 +46,7 @@ Result<Enum> ParseEnum(const EnumName<Enum> (&table)[N], std::string_view text) 
     if (!allowed.empty()) allowed += ", ";
     allowed += e.name;
   }
-  return InvalidArgumentError("\"" + std::string(text) + "\" is not one of " + allowed);
+  return InvalidArgumentError(LogQuote(text) + " is not one of " + allowed);
 }
 
 // One key of the file: how to apply its scalar value to a config.
@@ -180,7 +181,7 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
   for (const auto& [key, value] : root->map) {
     const int line = value.line;
     auto problem = [&](const std::string& reason) {
-      problems.push_back({line, "key \"" + key + "\": " + reason});
+      problems.push_back({line, "key " + LogQuote(key) + ": " + reason});
     };
     if (!seen.insert(key).second) {
       problem("duplicate key");
@@ -207,7 +208,7 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
     }
     const Status s = policy_key ? policy.Set(key, PolicyValue::Text(value.scalar))
                                 : setter->second(value.scalar, updated);
-    if (!s.ok()) problem("value \"" + value.scalar + "\": " + s.message());
+    if (!s.ok()) problem("value " + LogQuote(value.scalar) + ": " + s.message());
   }
   if (Result<PolicyOverride> o = policy.Finish(); !o.ok()) {
     problems.push_back({root->line, o.status().message()});

@@ -112,6 +112,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadConfig{"minSharedCPUs: 2\nfoo: 1\n",
                                 "config.yaml:2: key \"foo\": unknown key"},
                       BadConfig{"groupby: socket\n", "did you mean \"groupBy\"?"},
+                      // Found by make fuzz: a value with a line break or control bytes is
+                      // escaped, so every line of the error still names the file.
+                      BadConfig{"groupBy: \"numa\\nnode\\x01\"\n",
+                                "config.yaml:1: key \"groupBy\": value \"numa\\x0anode\\x01\": "
+                                "\"numa\\x0anode\\x01\" is not one of"},
                       BadConfig{"groupBy: socket\ngroupBy: machine\n",
                                 "config.yaml:2: key \"groupBy\": duplicate key"},
                       BadConfig{"reservedCPUs: 3-1\n", "reservedCPUs \"3-1\": reversed range"},

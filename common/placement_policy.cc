@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/log_escape.h"
+
 namespace dracpu {
 namespace {
 
@@ -139,8 +141,7 @@ Result<CoreTypePreference> ParseCoreTypePreference(std::string_view text) {
   for (const auto& [value, name] : kCoreTypes) {
     if (name == text) return value;
   }
-  return InvalidArgumentError("\"" + std::string(text) +
-                              "\" is not one of performance, efficiency, any");
+  return InvalidArgumentError(LogQuote(text) + " is not one of performance, efficiency, any");
 }
 
 Result<bool> ParseBool(std::string_view t) {
@@ -148,7 +149,7 @@ Result<bool> ParseBool(std::string_view t) {
   if (t == "false" || t == "False" || t == "FALSE" || t == "f" || t == "F" || t == "0") {
     return false;
   }
-  return InvalidArgumentError("\"" + std::string(t) + "\" is not true or false");
+  return InvalidArgumentError(LogQuote(t) + " is not true or false");
 }
 
 }  // namespace dracpu

@@ -65,7 +65,8 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
                 ctx.path.c_str(), s.identity.major, s.identity.minor,
                 static_cast<unsigned long long>(s.generation),
                 s.consistent ? "" : "  (INCONSISTENT: torn copy)",
-                OrDash(s.identity.node_name).c_str(), OrDash(s.identity.boot_id).c_str(),
+                OrDash(LogEscape(s.identity.node_name)).c_str(),
+                OrDash(LogEscape(s.identity.boot_id)).c_str(),
                 Time(s.identity.created_time_ns).c_str());
   out += line;
   out += "\nAGENTS\n";
@@ -154,7 +155,11 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
 std::string FormatJson(const Snapshot& s, const DumpContext& ctx) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  // The segment may be corrupt: a string that is not printable ASCII is written escaped, as the
+  // text dump does, so the output is always valid UTF-8 JSON.
   auto str = [&w](std::string_view v) {
+    const std::string escaped = IsLogSafe(v) ? std::string() : LogEscape(v, v.size());
+    if (!escaped.empty()) v = escaped;
     w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
   };
   auto key = [&](const char* k) { w.Key(k); };

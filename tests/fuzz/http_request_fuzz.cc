@@ -1,7 +1,11 @@
 // Fuzz target http_request: bytes a client sends to an agent's /metrics, /healthz and /readyz
 // port, through the HttpServer's parser (with its limits) and router (common/http_request.h).
 // The stream is fed in two pieces (cut where the first byte says) and may hold several
-// pipelined requests. Contracts: parsing does not depend on the cut; a request over the limits
+// pipelined requests. Contracts: parsing does not depend on the cut (but for one thing Beast
+// does by design: a malformed request line seen whole in one buffer is refused at once, while
+// one that arrived in pieces is refused only once its header ends, so when the input stops
+// before that, one side has refused and the other is still waiting for the header; the server
+// closes that connection either way); a request over the limits
 // is refused before its bytes are kept; every answer serializes to a response that parses back
 // with the same status and a Content-Length equal to its body (none for HEAD), 200 only for a
 // route, and a body with nothing from the request unescaped.
@@ -40,6 +44,7 @@ const std::map<std::string, HttpHandler>& Routes() {
 struct Parsed {
   std::vector<std::string> answers;  // serialized responses
   bool failed = false;
+  bool waiting = false;  // the input ended inside a request
 };
 
 // Feeds `pieces` to parsers as the server's read loop does: one request per parser, the
@@ -49,11 +54,13 @@ Parsed Serve(const std::vector<std::string_view>& pieces, std::string_view input
   std::string pending;
   auto parser = std::make_unique<http_request::Parser>();
   http_request::Limit(*parser);
+  size_t request_bytes = 0;  // given to the current parser
   for (std::string_view piece : pieces) {
     pending.append(piece);
     while (!pending.empty()) {
       boost::beast::error_code ec;
       const size_t used = parser->put(boost::asio::buffer(pending.data(), pending.size()), ec);
+      request_bytes += used;
       if (ec == http::error::need_more) {
         pending.erase(0, used);
         break;
@@ -100,8 +107,10 @@ Parsed Serve(const std::vector<std::string_view>& pieces, std::string_view input
       out.answers.push_back(std::move(wire));
       parser = std::make_unique<http_request::Parser>();
       http_request::Limit(*parser);
+      request_bytes = 0;
     }
   }
+  out.waiting = !pending.empty() || request_bytes > 0;
   return out;
 }
 
@@ -115,7 +124,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t cut = s.rest.size() * s.selector / 255;
   const fuzz::Parsed whole = fuzz::Serve({s.rest}, input);
   const fuzz::Parsed split = fuzz::Serve({s.rest.substr(0, cut), s.rest.substr(cut)}, input);
-  fuzz::Check(whole.failed == split.failed && whole.answers == split.answers,
-              "the cut changed what was parsed", input);
+  const bool same_end =
+      whole.failed == split.failed || (whole.failed ? split.waiting : whole.waiting);
+  fuzz::Check(same_end && whole.answers == split.answers, "the cut changed what was parsed", input);
   return 0;
 }

@@ -4,26 +4,28 @@ per target, executions, coverage and the outcome; exits 1 on any crash, leak, ti
 out-of-memory, sanitizer report or broken contract, naming the saved input and the command that
 replays it.
 
-    run_fuzz.py BUILD_DIR [--seconds N] [--jobs J] [--only a,b] [--work DIR]
+    run_fuzz.py BUILD_DIR [--seconds N] [--jobs J] [--only a,b] [--work DIR] [--junit FILE]
 
 Each target <name> is BUILD_DIR/tests/fuzz/<name>_fuzzer with its seed corpus
 tests/fuzz/corpus/<name>/ (read only). New inputs go to WORK/<name>/corpus (kept between runs
 of one build directory, so local runs get better over time; CI starts empty) and artifacts to
 WORK/<name>/. A found input belongs in tests/fuzz/regressions/<name>/ once fixed: the normal
-suite replays it from there (test fuzz_<name>)."""
+suite replays it from there (test fuzz_<name>). --junit writes one test case per target (what
+.ci/run counts)."""
 import argparse
 import os
 import re
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(SOURCE, "tests", "fuzz", "corpus")
 REGRESSIONS = os.path.join(SOURCE, "tests", "fuzz", "regressions")
 FAILURE = re.compile(r"ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)"
                      r"|runtime error:|fuzz contract broken|SUMMARY: ")
-DONE = re.compile(r"#(\d+)\s+DONE\s+cov: (\d+) ft: (\d+) corp: (\d+)")
+DONE = re.compile(r"#(\d+)\s+\w+\s+cov: (\d+) ft: (\d+) corp: (\d+)")  # the last status line
 STAT = re.compile(r"stat::(\w+):\s+(\d+)")
 # Inputs bigger than libFuzzer's default 4096 bytes (the shm target's raw mode needs a whole
 # segment file, about 21 KiB with one claim and one container).
@@ -76,6 +78,23 @@ def finish(run):
     return run
 
 
+def write_junit(path, results):
+    suite = ET.Element("testsuite", name="fuzz", tests=str(len(results)),
+                       failures=str(sum(r["failed"] for r in results)))
+    for r in results:
+        case = ET.SubElement(suite, "testcase", classname="fuzz", name=r["name"],
+                             time="%.1f" % r["secs"])
+        case.text = "%d executions, cov %d, ft %d" % (r["execs"], r["cov"], r["ft"])
+        if r["failed"]:
+            tail = "\n".join(r["text"].splitlines()[-40:])
+            ET.SubElement(case, "failure", message="exit %d, see %s" % (r["rc"], r["log"])).text = (
+                re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "?", tail))  # not allowed in XML
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
@@ -83,6 +102,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--only", default="")
     ap.add_argument("--work", default="")
+    ap.add_argument("--junit", default="")
     args = ap.parse_args()
     work = args.work or os.path.join(args.build, "fuzz-work")
     todo = targets(args.build)
@@ -119,6 +139,8 @@ def main():
             path = os.path.join(r["out"], a)
             print("saved input: %s\n  replay: %s %s\n  then fix, and keep it as a regression: "
                   "cp %s %s/" % (path, r["cmd"][0], path, path, os.path.join(REGRESSIONS, r["name"])))
+    if args.junit:
+        write_junit(args.junit, results)
     print("\nmake fuzz: %d targets, %d failed" % (len(results), len(failed)))
     return 1 if failed else 0
 

@@ -168,8 +168,10 @@ void AsReader(const std::string& path, std::string_view input) {
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    Check(IsLogSafe(std::string_view(text).substr(start, end - start)),
-          "the text dump prints unescaped bytes from the segment", input);
+    const std::string_view line = std::string_view(text).substr(start, end - start);
+    if (!IsLogSafe(line)) {
+      Broken("the text dump prints unescaped bytes from the segment: " + LogEscape(line), input);
+    }
     start = end + 1;
   }
   rapidjson::Document doc;
