@@ -178,7 +178,10 @@ Status ParseDriverConfig(std::string_view yaml_text, std::string_view source,
   std::vector<Problem> problems;
   std::set<std::string> seen;
   PolicyParser policy;
-  for (const auto& [key, value] : root->map) {
+  for (const auto& entry : root->map) {
+    // Not a structured binding: clang 14 (make fuzz) cannot capture one in the lambda below.
+    const std::string& key = entry.key;
+    const YamlNode& value = entry.value;
     const int line = value.line;
     auto problem = [&](const std::string& reason) {
       problems.push_back({line, "key " + LogQuote(key) + ": " + reason});
