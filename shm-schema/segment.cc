@@ -36,15 +36,6 @@ const ContainerEntry* Snapshot::FindContainer(std::string_view id) const {
   return nullptr;
 }
 
-CpuSet ComputeSharedPool(const TopologySummary& topology, const ConfigSummary& config,
-                         const std::vector<ClaimEntry>& claims) {
-  CpuSet pool = topology.allocatable;
-  if ((config.flags & kConfigStrictCpuReservation) == 0) pool |= topology.reserved;
-  for (const auto& c : claims) pool -= c.cpus;
-  if (!topology.online.Empty()) pool &= topology.online;
-  return pool;
-}
-
 std::string DefaultSegmentPath() { return "/run/dracpu/" + SegmentFileName(); }
 
 // ------------------------------------------------------------------------------------ Segment

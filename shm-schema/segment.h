@@ -1,10 +1,11 @@
 // Segment: an attached dracpu shared-memory segment, the state both agents share.
 //
 // Claim lifetime across the two agents (the one place it is written down):
-//  * dra-agent Prepare: in one transaction WriteTransaction::ReserveClaim checks the claim's CPUs
-//    against every other claim, allocatable and the shared-pool floor and records it kReserved;
-//    the agent writes the CDI spec, then ReserveClaim again with kPrepared, and acknowledges.
-//    Idempotent: the same uid with the same CPUs succeeds again.
+//  * dra-agent Prepare: in one transaction the agent chooses CPUs among
+//    CpuAdmission::Grantable and WriteTransaction::ReserveClaim admits them (cpu_admission.h:
+//    no other claim's, allocatable, online, the shared-pool floor) and records the claim
+//    kReserved; the agent writes the CDI spec, then records it kPrepared (UpsertClaim) and
+//    acknowledges. A repeated Prepare finds the claim and answers with the CPUs it holds.
 //  * nri-agent CreateContainer: reads the claims table (FindClaim, lock-free), refuses a
 //    DRA_CPUSET_<uid> whose claim is absent or whose CPUs differ, records the container
 //    (kExclusive, claim uids, applied CPUs) and, in its reply, shrinks the running shared
@@ -48,6 +49,7 @@
 
 #include "common/cpu_set.h"
 #include "common/status.h"
+#include "shm-schema/cpu_admission.h"
 #include "shm-schema/layout.h"
 #include "shm-schema/records.h"
 #include "shm-schema/shm_file.h"
@@ -152,6 +154,16 @@ struct AgentStatus {
 };
 
 class WriteTransaction;
+
+// How WriteTransaction::ReserveClaim admits a claim.
+struct ReserveOptions {
+  // The rule to apply, for a caller with a fresher view than the records (the dra-agent reads the
+  // online CPUs from sysfs at every placement). Unset: CpuAdmission::FromRecords over this
+  // segment's topology and config, and, until the topology is published, only the overlap check.
+  std::optional<CpuAdmission> admission;
+  // Appended to a floor refusal (CpuAdmission::Admit's floor_note).
+  std::string floor_note;
+};
 
 class Segment {
  public:
@@ -286,14 +298,13 @@ class WriteTransaction {
   const ClaimEntry& claim_at(uint32_t i) const;  // i < claim_count(); valid until the next write
   // Union of every claim's CPUs, except the claim `except_uid` (for idempotent re-reserve).
   CpuSet ClaimedCpus(std::string_view except_uid = {}) const;
-  // dra-agent Prepare, checked and atomic: records `spec` only if it fits. Idempotent: the same
-  // uid with the same CPUs succeeds (and updates the other fields, e.g. state); with other CPUs
-  // ALREADY_EXISTS. FAILED_PRECONDITION when a CPU is held by another claim (naming it) or, once
-  // the topology is published, is not allocatable; RESOURCE_EXHAUSTED when the shared pool would
-  // fall below the floor (config min_shared_cpus, and never empty) or the table is full.
-  Status ReserveClaim(const ClaimSpec& spec);
-  // The shared pool the claims imply now (ComputeSharedPool over this segment's records).
-  CpuSet ImpliedSharedPool() const;
+  // dra-agent Prepare, checked and atomic: records `spec` only if CpuAdmission::Admit accepts its
+  // CPUs against every other claim (the rule and its error codes: cpu_admission.h), else leaves
+  // the table unchanged. Idempotent: the same uid with the same CPUs succeeds (and updates the
+  // other fields, e.g. state); with other CPUs ALREADY_EXISTS. A kReleasing entry of the same uid
+  // is replaced (its CPUs do not count against `spec`). RESOURCE_EXHAUSTED also when the table is
+  // full. Messages name the CPUs and any other claim, not `spec`: the caller names it.
+  Status ReserveClaim(const ClaimSpec& spec, const ReserveOptions& options = {});
   Status SetConfig(const ConfigSummary& config);        // dra-agent; checksum/time filled in
   Status SetTopology(const TopologySummary& topology);  // dra-agent
 
@@ -331,13 +342,6 @@ class WriteTransaction {
   bool writing_ = false;
   std::optional<RecoveryReport> recovery_;
 };
-
-// The shared pool the tables imply: allocatable minus every claim's CPUs (plus the reserved CPUs
-// when the config's kConfigStrictCpuReservation is off, as in ARCHITECTURE.md), and only CPUs
-// that are online now: the dra-agent rewrites `online` when CPUs go offline after start-up,
-// while `allocatable` keeps its start-up value (claims holding an offline CPU keep it).
-CpuSet ComputeSharedPool(const TopologySummary& topology, const ConfigSummary& config,
-                         const std::vector<ClaimEntry>& claims);
 
 // The default path: /run/dracpu/state.v<kLayoutMajor>.shm.
 std::string DefaultSegmentPath();

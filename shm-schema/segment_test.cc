@@ -513,6 +513,19 @@ TEST_F(SegmentTest, PeerSeesItsSegmentWasRebuilt) {
   EXPECT_NE(OpenRole(Role::kNriAgent), nullptr);
 }
 
+// Publishes a node of CPUs 0-7 (`online` of them online now), CPU 0 reserved (strict), floor 2.
+void PublishNode(WriteTransaction& txn, CpuSet online) {
+  TopologySummary topo{};
+  topo.online = online;
+  topo.reserved = CpuSet{0};
+  topo.allocatable = CpuSet::Range(1, 7);
+  ASSERT_THAT(txn.SetTopology(topo), IsOk());
+  ConfigSummary config{};
+  config.flags = kConfigStrictCpuReservation;
+  config.min_shared_cpus = 2;
+  ASSERT_THAT(txn.SetConfig(config), IsOk());
+}
+
 // ReserveClaim on a node of CPUs 0-7, CPU 0 reserved (strict), floor 2, claim 1 holding {1, 2}.
 struct ReserveCase {
   const char* name;
@@ -527,15 +540,7 @@ TEST_P(ReserveClaimTest, ChecksOverlapAllocatableAndFloor) {
   auto dra = OpenDra();
   Result<WriteTransaction> txn = dra->Begin();
   ASSERT_THAT(txn, IsOk());
-  TopologySummary topo{};
-  topo.online = CpuSet::Range(0, 7);
-  topo.reserved = CpuSet{0};
-  topo.allocatable = CpuSet::Range(1, 7);
-  ASSERT_THAT(txn->SetTopology(topo), IsOk());
-  ConfigSummary config{};
-  config.flags = kConfigStrictCpuReservation;
-  config.min_shared_cpus = 2;
-  ASSERT_THAT(txn->SetConfig(config), IsOk());
+  PublishNode(*txn, CpuSet::Range(0, 7));
   ASSERT_THAT(txn->ReserveClaim(TestClaim(1, CpuSet{1, 2})), IsOk());
   const ReserveCase& c = GetParam();
   const uint32_t before = txn->claim_count();
@@ -572,9 +577,39 @@ INSTANTIATE_TEST_SUITE_P(
         ReserveCase{"Offline", Reserved(2, CpuSet{9}), StatusCode::kFailedPrecondition,
                     "CPUs 9 are not allocatable"},
         ReserveCase{"Floor", Reserved(2, CpuSet::Range(3, 6)), StatusCode::kResourceExhausted,
-                    "the shared pool would shrink to 1 CPUs (7), below the floor of 2"},
+                    "granting CPUs 3-6 would leave 1 CPUs in the shared pool, below "
+                    "minSharedCPUs 2"},
         ReserveCase{"Empty", Reserved(2, CpuSet{}), StatusCode::kInvalidArgument, "no CPUs"}),
     [](const ::testing::TestParamInfo<ReserveCase>& info) { return info.param.name; });
+
+// The bug a second copy of the rule had: after a hotplug the dra-agent rewrites `online` (not
+// `allocatable`), so a floor check that ignores `online` counts offline CPUs as shared. Node of
+// CPUs 0-7, CPU 0 reserved (strict), floor 2, claim 1 holding {1, 2}; CPUs 5-7 go offline.
+TEST_F(SegmentTest, AHotplugThatLeavesTheOnlinePoolBelowTheFloorIsRefused) {
+  auto dra = OpenDra();
+  Result<WriteTransaction> txn = dra->Begin();
+  ASSERT_THAT(txn, IsOk());
+  PublishNode(*txn, CpuSet::Range(0, 7));
+  ASSERT_THAT(txn->ReserveClaim(TestClaim(1, CpuSet{1, 2})), IsOk());
+  // Before the hotplug CPU 3 fits: 4-7 stay shared.
+  ASSERT_THAT(txn->ReserveClaim(TestClaim(2, CpuSet{3})), IsOk());
+  ASSERT_THAT(txn->RemoveClaim(Uid(2)), IsOkAndHolds(true));
+
+  PublishNode(*txn, CpuSet::Range(0, 4));  // CPUs 5-7 offline, as the topology watcher records
+  // The online pool is {3, 4}: taking 3 leaves one CPU, below the floor of 2. Counting the
+  // offline CPUs 5-7 (allocatable still lists them) would have admitted it.
+  EXPECT_THAT(txn->ReserveClaim(TestClaim(2, CpuSet{3})),
+              StatusIs(StatusCode::kResourceExhausted,
+                       HasSubstr("granting CPUs 3 would leave 1 CPUs in the shared pool, below "
+                                 "minSharedCPUs 2")));
+  EXPECT_THAT(txn->ReserveClaim(TestClaim(2, CpuSet{6})),
+              StatusIs(StatusCode::kUnavailable, HasSubstr("CPUs 6 are offline")));
+  EXPECT_FALSE(txn->FindClaim(Uid(2)).has_value());
+  // The pool the nri-agent and `dracpu-shm verify` compute is the same online pool.
+  std::vector<ClaimEntry> claims;
+  for (uint32_t i = 0; i < txn->claim_count(); ++i) claims.push_back(txn->claim_at(i));
+  EXPECT_EQ(ComputeSharedPool(txn->topology(), txn->config(), claims), (CpuSet{3, 4}));
+}
 
 TEST(SharedPoolTest, AllocatableMinusClaimsAndReservedUnlessStrict) {
   TopologySummary topo{};

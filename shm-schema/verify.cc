@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "shm-schema/checksum.h"
+#include "shm-schema/cpu_admission.h"
 
 namespace dracpu::shm {
 namespace {

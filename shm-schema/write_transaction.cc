@@ -1,5 +1,6 @@
 // WriteTransaction and the generic dense-table + index operations behind it.
 #include <algorithm>
+#include <span>
 
 #include "shm-schema/atomic_copy.h"
 #include "shm-schema/checksum.h"
@@ -251,48 +252,29 @@ CpuSet WriteTransaction::ClaimedCpus(std::string_view except_uid) const {
   return all;
 }
 
-Status WriteTransaction::ReserveClaim(const ClaimSpec& spec) {
+Status WriteTransaction::ReserveClaim(const ClaimSpec& spec, const ReserveOptions& options) {
   RETURN_IF_ERROR(RequireRole(Role::kDraAgent, "the claims table"));
   ASSIGN_OR_RETURN(ClaimEntry entry, EncodeClaim(spec));
-  const std::string who = "claim " + spec.uid + " (" + spec.namespace_ + "/" + spec.name + ")";
-  if (spec.cpus.Empty()) return InvalidArgumentError(who + ": no CPUs");
-  if (std::optional<ClaimEntry> existing = FindClaim(spec.uid)) {
+  if (spec.cpus.Empty()) return InvalidArgumentError("no CPUs");
+  if (std::optional<ClaimEntry> existing = FindClaim(spec.uid);
+      existing && existing->State() != ClaimState::kReleasing) {
     if (!(existing->cpus == spec.cpus)) {
-      return AlreadyExistsError(who + " already holds CPUs " + existing->cpus.ToListString() +
-                                ", not " + spec.cpus.ToListString());
+      return AlreadyExistsError("already holds CPUs " + existing->cpus.ToListString() + ", not " +
+                                spec.cpus.ToListString());
     }
     return UpsertClaimEntry(entry);  // idempotent re-prepare (state or fields may change)
   }
-  for (uint32_t i = 0; i < claim_count(); ++i) {
-    const ClaimEntry& other = segment_->claims_[i];
-    if (other.cpus.Intersects(spec.cpus)) {
-      return FailedPreconditionError(who + ": CPUs " + (other.cpus & spec.cpus).ToListString() +
-                                     " are held by claim " + std::string(other.Uid()) + " (" +
-                                     std::string(other.Namespace()) + "/" +
-                                     std::string(other.Name()) + ")");
-    }
-  }
-  const TopologySummary& topo = topology();
-  if (topo.updated_time_ns != 0) {
-    if (!spec.cpus.IsSubsetOf(topo.allocatable)) {
-      return FailedPreconditionError(
-          who + ": CPUs " + (spec.cpus - topo.allocatable).ToListString() + " are not allocatable");
-    }
-    const CpuSet pool_after = ImpliedSharedPool() - spec.cpus;
-    const uint32_t floor = std::max<uint32_t>(config().min_shared_cpus, 1);
-    if (static_cast<uint32_t>(pool_after.Count()) < floor) {
-      return ResourceExhaustedError(
-          who + ": the shared pool would shrink to " + std::to_string(pool_after.Count()) +
-          " CPUs (" + pool_after.ToListString() + "), below the floor of " + std::to_string(floor));
-    }
+  const std::span<const ClaimEntry> claims(segment_->claims_, claim_count());
+  if (options.admission) {
+    RETURN_IF_ERROR(options.admission->Admit(spec.cpus, claims, spec.uid, options.floor_note));
+  } else if (topology().updated_time_ns != 0) {
+    RETURN_IF_ERROR(CpuAdmission::FromRecords(topology(), config())
+                        .Admit(spec.cpus, claims, spec.uid, options.floor_note));
+  } else {
+    // No topology yet: nothing to check but the other claims.
+    RETURN_IF_ERROR(CpuAdmission::CheckNotHeld(spec.cpus, claims, spec.uid));
   }
   return UpsertClaimEntry(entry);
-}
-
-CpuSet WriteTransaction::ImpliedSharedPool() const {
-  CpuSet pool = topology().allocatable;
-  if ((config().flags & kConfigStrictCpuReservation) == 0) pool |= topology().reserved;
-  return pool - ClaimedCpus();
 }
 
 Status WriteTransaction::SetConfig(const ConfigSummary& config) {

@@ -312,26 +312,23 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
   {
     auto txn = segment_.Begin();
     if (!txn.ok()) return fail(txn.status());
-    const CpuSet claimed = txn->ClaimedCpus(ref.uid);
-    const CpuSet free = (catalog_.allocatable & online) - claimed;
+    // The node's rule (shm::CpuAdmission) over this agent's view: the catalog's allocatable CPUs,
+    // the start-up online CPUs it leaves out (the reserved ones) and the online CPUs read now.
+    shm::ReserveOptions reserve;
+    reserve.admission = shm::CpuAdmission(
+        {catalog_.allocatable, topology_.online - catalog_.allocatable, online,
+         options_.strict_cpu_reservation, static_cast<uint32_t>(options_.min_shared_cpus)});
     bool align_memory = false;
     std::vector<std::string> whole;
-    auto cpus = Place(*claim, ours, free, online, align_memory, whole);
+    auto cpus = Place(*claim, ours, reserve.admission->Grantable(txn->ClaimedCpus(ref.uid)), online,
+                      align_memory, whole);
     if (!cpus.ok()) return fail(cpus.status());
-    const CpuSet pool_base =
-        (options_.strict_cpu_reservation ? catalog_.allocatable : topology_.online) & online;
-    const int shared_after = (pool_base - claimed - *cpus).Count();
-    if (shared_after < options_.min_shared_cpus) {
+    if (!whole.empty()) {
       std::string devices;
       for (const std::string& d : whole) devices += (devices.empty() ? "" : ", ") + d;
-      return fail(ResourceExhaustedError(
-          "granting CPUs " + cpus->ToListString() + " would leave " + std::to_string(shared_after) +
-          " CPUs in the shared pool, below minSharedCPUs " +
-          std::to_string(options_.min_shared_cpus) +
-          (whole.empty() ? ""
-                         : " (" + devices + " allocated whole, with no consumedCapacity: the " +
-                               "cluster has no consumable capacity, so a claim takes all a " +
-                               "device publishes)")));
+      reserve.floor_note = devices +
+                           " allocated whole, with no consumedCapacity: the cluster has no "
+                           "consumable capacity, so a claim takes all a device publishes";
     }
     spec.uid = ref.uid;
     spec.namespace_ = claim->namespace_name;
@@ -346,7 +343,7 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
     }
     spec.cpus = *cpus;
     spec.mems = NumaNodesOf(topology_, *cpus);
-    if (Status s = txn->UpsertClaim(spec); !s.ok()) return fail(s);
+    if (Status s = txn->ReserveClaim(spec, reserve); !s.ok()) return fail(s);
     txn->Commit();
   }
 
