@@ -540,6 +540,21 @@ TEST_F(PreparerTest, CpusThatWentOfflineAreNotGranted) {
   EXPECT_TRUE(Held("err").Empty());
 }
 
+// A hotplug that leaves the online shared pool at the floor: the next claim that fits its device
+// is refused, since offline CPUs (still allocatable since start-up) do not count as shared.
+TEST_F(PreparerTest, AHotplugThatLeavesTheOnlinePoolBelowTheFloorIsRefused) {
+  {
+    std::lock_guard lock(mu_);
+    online_ = topology_.online - CpuSet::ParseList("0-3,8-10", "test").value();
+  }
+  ASSERT_EQ(PrepareOne(Add("node1", {{"r", "cpudevnuma001", "8"}})).error, "");
+  // Only CPU 11 is shared now; granting it would leave none.
+  EXPECT_THAT(PrepareOne(Add("last", {{"r", "cpudevnuma000", "1"}})).error,
+              HasSubstr("granting CPUs 11 would leave 0 CPUs in the shared pool, below "
+                        "minSharedCPUs 1"));
+  EXPECT_TRUE(Held("last").Empty());
+}
+
 TEST_F(PreparerTest, AnOfflineIndividualDeviceIsRefused) {
   Build(CpuDeviceMode::kIndividual);
   {
