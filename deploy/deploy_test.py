@@ -211,7 +211,15 @@ def check_rbac(role, calls):
             errs.append(f"ClusterRole does not allow {call}")
     # nothing more than the calls
     wanted = {(c["apiGroup"], c["resource"], c["verb"], c["nonResourceURL"]) for c in calls}
+    # The one authorization-only grant: on 1.36+ a status.devices write is also checked against
+    # resourceclaims/driver "associated-node:update" for the driver's own name; it is no request.
+    driver_check = {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims/driver"],
+                    "resourceNames": ["dra.cpu"], "verbs": ["associated-node:update"]}
+    if ("resource.k8s.io", "resourceclaims/status", "update", "") in wanted and driver_check not in rules:
+        errs.append(f"ClusterRole lacks {driver_check}, which status.devices writes need on 1.36+")
     for r in rules:
+        if r == driver_check:
+            continue
         if r.get("resourceNames"):
             errs.append(f"unexpected resourceNames in {r}")
         for v in r.get("verbs", []):

@@ -186,14 +186,19 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         return claim.ToString();
       },
       po, dra_metrics_.get());
-  logged_preparer_ = std::make_unique<LoggingClaimPreparer>(
-      *preparer_,
-      [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {
-        auto claim = seg->FindClaim(uid);
-        if (!claim.ok() || !claim->has_value()) return std::nullopt;
-        return (*claim)->cpus;
-      },
-      clock_, random_);
+  auto cpus_of = [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {
+    auto claim = seg->FindClaim(uid);
+    if (!claim.ok() || !claim->has_value()) return std::nullopt;
+    return (*claim)->cpus;
+  };
+  ClaimPreparer* inner = preparer_.get();
+  if (client_ != nullptr) {
+    status_writer_ = std::make_unique<ClaimStatusWriter>(*client_, server_features_);
+    reporting_preparer_ = std::make_unique<StatusReportingClaimPreparer>(
+        *preparer_, *status_writer_, topology_, catalog_, cpus_of);
+    inner = reporting_preparer_.get();
+  }
+  logged_preparer_ = std::make_unique<LoggingClaimPreparer>(*inner, cpus_of, clock_, random_);
   ASSIGN_OR_RETURN(std::vector<std::string> repaired, preparer_->Reconcile());
   for (const std::string& line : repaired) LOG(WARNING) << "reconcile: " << line;
 

@@ -26,8 +26,10 @@
 #include "common/process_metrics.h"
 #include "common/status.h"
 #include "dra-agent/agent/agent_config.h"
+#include "dra-agent/agent/claim_status_writer.h"
 #include "dra-agent/agent/device_health_monitor.h"
 #include "dra-agent/agent/logging_claim_preparer.h"
+#include "dra-agent/agent/status_reporting_claim_preparer.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
 #include "dra-agent/kube/kube_client.h"
@@ -103,6 +105,9 @@ class DraAgent {
   // health_ once made (after the HTTP server started); what Metrics() reads.
   std::atomic<DeviceHealthMonitor*> health_for_metrics_{nullptr};
   std::unique_ptr<CpuClaimPreparer> preparer_;
+  // With an API client: the claims' status.devices (KEP-4817), behind the logging layer.
+  std::unique_ptr<ClaimStatusWriter> status_writer_;
+  std::unique_ptr<StatusReportingClaimPreparer> reporting_preparer_;
   std::unique_ptr<LoggingClaimPreparer> logged_preparer_;  // what the kubelet calls
   std::unique_ptr<DeviceHealthMonitor> health_;
   std::unique_ptr<HealthStreamer> streamer_;

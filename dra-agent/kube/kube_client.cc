@@ -277,12 +277,12 @@ Status KubeClient::Delete(std::string_view path, const DeleteOptions& options) {
 
 Result<JsonObject> KubeClient::UpdateWithRetry(std::string_view path,
                                                const std::function<Status(JsonObject&)>& mutate,
-                                               int max_attempts) {
+                                               int max_attempts, std::string_view put_path) {
   Status last;
   for (int attempt = 0; attempt < std::max(1, max_attempts); ++attempt) {
     ASSIGN_OR_RETURN(JsonObject current, Get(path));
     RETURN_IF_ERROR(mutate(current));
-    Result<JsonObject> updated = Update(path, current);
+    Result<JsonObject> updated = Update(put_path.empty() ? path : put_path, current);
     if (updated.ok() || !IsConflict(updated.status())) return updated;
     last = updated.status();
   }

@@ -129,10 +129,11 @@ class KubeClient {
   Status Delete(std::string_view path, const DeleteOptions& options = {});
 
   // Read-modify-write: GET, `mutate` (which may return an error to give up), PUT; on a 409
-  // Conflict starts over, at most `max_attempts` times. Returns the updated object.
+  // Conflict starts over, at most `max_attempts` times. Returns the updated object. The PUT goes
+  // to `put_path` when given (a subresource: GET the object, PUT <path>/status).
   Result<JsonObject> UpdateWithRetry(std::string_view path,
                                      const std::function<Status(JsonObject&)>& mutate,
-                                     int max_attempts = 5);
+                                     int max_attempts = 5, std::string_view put_path = {});
 
   // One watch request: calls `on_event` for each event until the server ends the stream
   // (OK), `on_event` returns false (OK), a stop is requested on `cancel` (CANCELLED, at once:

@@ -42,6 +42,7 @@ std::vector<ApiCall> ApiCallsUsed() {
       {"resource.k8s.io", "resourceslices", "update", ""},
       {"resource.k8s.io", "resourceslices", "delete", ""},
       {"resource.k8s.io", "resourceclaims", "get", ""},
+      {"resource.k8s.io", "resourceclaims/status", "update", ""},
   };
 }
 

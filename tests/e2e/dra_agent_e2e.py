@@ -287,6 +287,18 @@ def main():
         check(cpus <= cpulist("0-7,16-23"), "CPUs inside NUMA node 0")
         check(all((c in cpus) == ((c + 16) % 32 in cpus) for c in cpus), "whole cores (both HT siblings)")
 
+        # The claim's status shows its CPUs (KEP-4817), written by the agent after Prepare.
+        claim_path = node.url + "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/claim-" + uid1
+
+        def status_devices():
+            return json.loads(http_get(claim_path)[1]).get("status", {}).get("devices", [])
+        wait_for(status_devices, "status.devices of the prepared claim", timeout=10)
+        entry = status_devices()[0]
+        check(entry["driver"] == "dra.cpu" and entry["device"] == "cpudevnuma000" and
+              cpulist(entry["data"]["cpus"]) == spec_cpus(node, uid1) and entry["data"]["numaNodes"] == [0] and
+              entry["conditions"][0]["type"] == "Ready" and entry["conditions"][0]["status"] == "True",
+              "ResourceClaim status.devices shows the CPUs: %s" % entry)
+
         dump = node.shm_dump()
         claims = {c["uid"]: c for c in dump["claims"]}
         check(uid1 in claims and cpulist(claims[uid1]["cpus"]) == cpus, "shared memory holds the claim")
@@ -326,6 +338,8 @@ def main():
         check(rc == 0 and out[uid1] == "", "claim unprepared")
         check(spec_cpus(node, uid1) is None, "CDI spec removed")
         check(not node.shm_dump()["claims"], "shared memory released the claim")
+        wait_for(lambda: not status_devices(), "status.devices cleared after Unprepare", timeout=10)
+        print("ok: status.devices cleared after Unprepare")
         rc, out = node.kubelet_cmd("unprepare", "default/claim-%s/%s" % (uid1, uid1))
         check(rc == 0, "unprepare is idempotent")
 

@@ -50,12 +50,7 @@ class GatesTest : public ::testing::Test {
     auto fs = NewPosixFileSystem("/");
     ASSERT_THAT(fs, IsOk());
     fs_ = *std::move(fs);
-    kube::ClusterConfig config;
-    config.server = "http://sim";
-    kube::ClientOptions co;
-    co.max_attempts = 1;
-    auto client = kube::KubeClient::Create(
-        config, std::make_unique<sim::InProcessHttpClient>(state_), *fs_, clock_, random_, co);
+    auto client = sim::NewInProcessKubeClient(state_, *fs_, clock_, random_);
     ASSERT_THAT(client, IsOk());
     client_ = *std::move(client);
     SlicePublisherOptions po;

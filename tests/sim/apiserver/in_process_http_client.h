@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dra-agent/kube/http_client.h"
+#include "dra-agent/kube/kube_client.h"
 #include "tests/sim/apiserver/sim_state.h"
 
 namespace dracpu::sim {
@@ -66,5 +67,17 @@ class InProcessHttpClient final : public kube::HttpClient {
  private:
   std::shared_ptr<SimState> state_;
 };
+
+// A KubeClient on `state` in process ("http://sim", one attempt per request: a test sees each
+// answer as the server gave it). `fs`, `clock` and `random` must outlive the client.
+inline Result<std::unique_ptr<kube::KubeClient>> NewInProcessKubeClient(
+    std::shared_ptr<SimState> state, const FileSystem& fs, Clock& clock, Random& random) {
+  kube::ClusterConfig config;
+  config.server = "http://sim";
+  kube::ClientOptions options;
+  options.max_attempts = 1;
+  return kube::KubeClient::Create(config, std::make_unique<InProcessHttpClient>(std::move(state)),
+                                  fs, clock, random, options);
+}
 
 }  // namespace dracpu::sim

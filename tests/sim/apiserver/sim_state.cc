@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "tests/sim/apiserver/claim_status_validation.h"
 #include "tests/sim/apiserver/slice_decode.h"
 #include "tests/sim/apiserver/validation.h"
 
@@ -100,7 +101,15 @@ SimResponse Conflict(const std::string& name, const std::string& why) {
           ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceslices\"}");
 }
 
-SimResponse Invalid(const std::string& name, std::vector<FieldError> errors) {
+SimResponse ClaimNotFound(const std::string& name) {
+  return Error(404, "NotFound", "resourceclaims.resource.k8s.io \"" + name + "\" not found",
+               "{\"name\":" + JsonString(name) +
+                   ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceclaims\"}");
+}
+
+SimResponse Invalid(const std::string& name, std::vector<FieldError> errors,
+                    const std::string& kind = "ResourceSlice",
+                    const std::string& group_resource = "ResourceSlice.resource.k8s.io") {
   // As apierrors.NewInvalid: the de-duplicated list, bare for one error, [a, b] for several.
   std::vector<FieldError> unique;
   for (FieldError& e : errors) {
@@ -108,7 +117,7 @@ SimResponse Invalid(const std::string& name, std::vector<FieldError> errors) {
     for (const FieldError& u : unique) seen = seen || u.ToString() == e.ToString();
     if (!seen) unique.push_back(std::move(e));
   }
-  std::string message = "ResourceSlice.resource.k8s.io \"" + name + "\" is invalid: ";
+  std::string message = group_resource + " \"" + name + "\" is invalid: ";
   if (unique.size() > 1) message += "[";
   std::string causes;
   for (size_t i = 0; i < unique.size(); ++i) {
@@ -123,9 +132,8 @@ SimResponse Invalid(const std::string& name, std::vector<FieldError> errors) {
   }
   if (unique.size() > 1) message += "]";
   return Error(422, "Invalid", message,
-               "{\"name\":" + JsonString(name) +
-                   ",\"group\":\"resource.k8s.io\",\"kind\":\"ResourceSlice\",\"causes\":[" +
-                   causes + "]}");
+               "{\"name\":" + JsonString(name) + ",\"group\":\"resource.k8s.io\",\"kind\":" +
+                   JsonString(kind) + ",\"causes\":[" + causes + "]}");
 }
 
 std::map<std::string, std::string> ParseQuery(const std::string& query) {
@@ -452,18 +460,87 @@ SimResponse SimState::Handle(const SimRequest& request) {
     if (tail.rfind(kClaims, 0) == 0 && tail.size() > kClaims.size() &&
         tail.find('/', kClaims.size()) == std::string::npos) {
       const std::string name = tail.substr(kClaims.size());
+      if (request.method == "PUT") {
+        return Error(405, "MethodNotAllowed", "dracpu's simulator takes claim writes on /status");
+      }
       if (request.method != "GET") return Error(405, "MethodNotAllowed", "method not allowed");
       std::lock_guard<std::mutex> lock(mu_);
       auto it = claims_.find(ns + "/" + name);
-      if (it == claims_.end()) {
-        return Error(404, "NotFound", "resourceclaims.resource.k8s.io \"" + name + "\" not found",
-                     "{\"name\":" + JsonString(name) +
-                         ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceclaims\"}");
-      }
+      if (it == claims_.end()) return ClaimNotFound(name);
       return {200, it->second, "", false, {}};
+    }
+    const std::string kStatus = "/status";
+    if (tail.rfind(kClaims, 0) == 0 && tail.size() > kClaims.size() + kStatus.size() &&
+        tail.compare(tail.size() - kStatus.size(), kStatus.size(), kStatus) == 0) {
+      const std::string name =
+          tail.substr(kClaims.size(), tail.size() - kClaims.size() - kStatus.size());
+      if (name.find('/') == std::string::npos) {
+        if (request.method == "GET") {
+          std::lock_guard<std::mutex> lock(mu_);
+          auto it = claims_.find(ns + "/" + name);
+          if (it != claims_.end()) return {200, it->second, "", false, {}};
+        } else if (request.method == "PUT") {
+          return UpdateClaimStatus(ns, name, request.body);
+        } else {
+          return Error(405, "MethodNotAllowed", "method not allowed");
+        }
+        return ClaimNotFound(name);
+      }
     }
   }
   return Error(404, "NotFound", "the server could not find the requested resource");
+}
+
+// PUT .../resourceclaims/<name>/status, as far as a driver uses it: status.devices is replaced
+// by the body's (validated; silently dropped while DRAResourceClaimDeviceStatus is off, unless
+// the stored claim already has some), the rest of the status is kept.
+SimResponse SimState::UpdateClaimStatus(const std::string& ns, const std::string& name,
+                                        const std::string& body) {
+  Document in;
+  if (!ParseObject(body, &in)) return Error(400, "BadRequest", "the body is not a JSON object");
+  const FeatureGates gates = feature_gates();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = claims_.find(ns + "/" + name);
+  if (it == claims_.end()) return ClaimNotFound(name);
+  Document stored;
+  ParseObject(it->second, &stored);
+  const std::string rv = GetString(in, "metadata", "resourceVersion");
+  if (!rv.empty() && rv != GetString(stored, "metadata", "resourceVersion")) {
+    return Error(409, "Conflict",
+                 "Operation cannot be fulfilled on resourceclaims.resource.k8s.io \"" + name +
+                     "\": the object has been modified; please apply your changes to the latest "
+                     "version and try again",
+                 "{\"name\":" + JsonString(name) +
+                     ",\"group\":\"resource.k8s.io\",\"kind\":\"resourceclaims\"}");
+  }
+  Value& status = EnsureObject(stored, stored, "status");
+  const Value* devices = nullptr;
+  if (const auto s = in.FindMember("status"); s != in.MemberEnd() && s->value.IsObject()) {
+    if (const auto d = s->value.FindMember("devices");
+        d != s->value.MemberEnd() && d->value.IsArray() && !d->value.Empty()) {
+      devices = &d->value;
+    }
+  }
+  const auto had = status.FindMember("devices");
+  const bool stored_has = had != status.MemberEnd() && had->value.IsArray() && !had->value.Empty();
+  if (!gates.Enabled(Gate::kResourceClaimDeviceStatus) && !stored_has) devices = nullptr;
+  if (devices != nullptr) {
+    const auto a = status.FindMember("allocation");
+    const Value* allocation = a != status.MemberEnd() && a->value.IsObject() ? &a->value : nullptr;
+    std::vector<FieldError> errors = ValidateClaimDeviceStatus(*devices, allocation);
+    if (!errors.empty()) {
+      return Invalid(name, std::move(errors), "ResourceClaim", "ResourceClaim.resource.k8s.io");
+    }
+  }
+  status.RemoveMember("devices");
+  if (devices != nullptr) {
+    Value copy(*devices, stored.GetAllocator());
+    status.AddMember("devices", copy, stored.GetAllocator());
+  }
+  SetString(stored, EnsureObject(stored, stored, "metadata"), "resourceVersion",
+            std::to_string(++rv_));
+  it->second = ToJson(stored);
+  return {200, it->second, "", false, {}};
 }
 
 SimResponse SimState::HandleSlices(const SimRequest& request, const std::string& name,

@@ -187,6 +187,8 @@ class SimState {
                                 const std::string& details_json = "");
 
  private:
+  SimResponse UpdateClaimStatus(const std::string& ns, const std::string& name,
+                                const std::string& body);
   SimResponse HandleSlices(const SimRequest& request, const std::string& name,
                            const std::map<std::string, std::string>& query);
   SimResponse HandleAdmin(const SimRequest& request, const std::string& path);
