@@ -299,7 +299,9 @@ TEST_P(TopologyCorpusTest, MatchesSysfsJsonAndHwloc) {
       const CoreType want = kinds.Size() == 1           ? CoreType::kStandard
                             : k["kind"].GetInt() == top ? CoreType::kPerformance
                                                         : CoreType::kEfficiency;
-      for (const int cpu : CpuSet::ParseList(k["cpus"].GetString()).value()) {
+      // A local: a range-for over .value() of the temporary Result would outlive it.
+      const CpuSet kind_cpus = CpuSet::ParseList(k["cpus"].GetString()).value();
+      for (const int cpu : kind_cpus) {
         const CpuInfo* info = topo.FindCpu(cpu);
         ASSERT_NE(info, nullptr) << "cpu" << cpu;
         EXPECT_EQ(info->type, want) << "cpu" << cpu << " of hwloc kind " << k["kind"].GetInt();
