@@ -190,7 +190,7 @@ int RunAgent(const std::vector<std::string>& args) {
     return 1;
   }
   sd_notify(0, "READY=1\nSTATUS=serving the kubelet");
-  // Under systemd with WatchdogSec=, every heartbeat (1 s) also feeds the watchdog.
+  // Under systemd with WatchdogSec=, every heartbeat (5 s) also feeds the watchdog.
   uint64_t watchdog_usec = 0;
   const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   if (watchdog) LOG(INFO) << "systemd watchdog every " << watchdog_usec / 1000 << " ms";

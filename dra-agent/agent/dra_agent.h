@@ -55,7 +55,7 @@ class DraAgent {
   DraAgent(const DraAgent&) = delete;
   DraAgent& operator=(const DraAgent&) = delete;
 
-  // Heartbeats into shared memory every second (a timerfd) until `stop_fd` becomes readable
+  // Heartbeats into shared memory every 5 s (a timerfd) until `stop_fd` becomes readable
   // (main passes its signalfd; the fd is not read), calling `on_heartbeat` after each (main sends
   // systemd's WATCHDOG=1 there); returns then, or with the error of the timers or the wait.
   // The same thread polls the topology watcher (CPU hotplug) every 10 s on a second timerfd.

@@ -1,14 +1,26 @@
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 
+#include <grpcpp/resource_quota.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 
+#include "dra-agent/kubelet/serial_event_engine.h"
+
 namespace dracpu::dra {
 namespace {
 
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
+
+// The sync server's threads: one polls for calls; a call (or the open health stream) holds a
+// thread, and the poller that picked it up starts another poller, so calls run concurrently up to
+// kMaxThreads (the kubelet runs Prepare of different pods in parallel). After a burst the extra
+// threads end: at most kMaxPollers stay idle. Idle pollers wake only every kPollerTimeout (gRPC's
+// default is 10 s; the wait ends at once on a call or on Shutdown).
+constexpr int kMaxPollers = 1;
+constexpr int kMaxThreads = 16;
+constexpr int kPollerTimeoutMs = 600'000;
 
 // One gRPC server on both sockets: one completion queue and one set of sync-server threads for
 // the node's few kubelet calls, instead of a second server (and its pollers) for the one
@@ -16,7 +28,18 @@ constexpr auto kShutdownGrace = std::chrono::seconds(2);
 // own.
 Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<std::string>& socket_paths,
                                             const std::vector<grpc::Service*>& services) {
+  // Before the server exists, so gRPC's default EventEngine (a pool, a poller and a timer thread
+  // waking every second) is never made for it; see serial_event_engine.h.
+  SerialEventEngine::InstallAsDefault();
   grpc::ServerBuilder builder;
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC,
+                              kPollerTimeoutMs);
+  grpc::ResourceQuota quota("dracpu-kubelet-server");
+  quota.SetMaxThreads(kMaxThreads);
+  builder.SetResourceQuota(quota);
   for (const std::string& path : socket_paths) {
     RETURN_IF_ERROR(PrepareSocketPath(path));
     builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());

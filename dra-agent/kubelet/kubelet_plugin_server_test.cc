@@ -7,8 +7,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
@@ -145,6 +149,38 @@ TEST_F(KubeletPluginServerTest, UnpreparesThroughV1beta1) {
   ASSERT_TRUE(stub->NodeUnprepareResources(&ctx, req, &resp).ok());
   ASSERT_EQ(resp.claims().count("u1"), 1u);
   EXPECT_EQ(resp.claims().at("u1").error(), "");
+}
+
+// The server keeps one idle poller, but calls still run side by side: each Prepare below waits
+// until all of them are inside the preparer at once (the kubelet prepares pods in parallel).
+TEST_F(KubeletPluginServerTest, PreparesRunConcurrently) {
+  StartServer();
+  constexpr int kCalls = 4;
+  std::mutex mu;
+  std::condition_variable cv;
+  int inside = 0;
+  int most_inside = 0;
+  EXPECT_CALL(preparer_, Prepare(_)).Times(kCalls).WillRepeatedly([&](const auto&) {
+    std::unique_lock lock(mu);
+    most_inside = std::max(most_inside, ++inside);
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(20), [&] { return most_inside == kCalls; });
+    --inside;
+    return std::map<std::string, ClaimPrepareResult>{};
+  });
+  std::vector<std::thread> kubelets;
+  for (int i = 0; i < kCalls; ++i) {
+    kubelets.emplace_back([&] {
+      auto stub = drav1::DRAPlugin::NewStub(Channel(options_.paths.dra_socket));
+      drav1::NodePrepareResourcesRequest req;
+      req.add_claims()->set_uid("u");
+      drav1::NodePrepareResourcesResponse resp;
+      grpc::ClientContext ctx;
+      EXPECT_TRUE(stub->NodePrepareResources(&ctx, req, &resp).ok());
+    });
+  }
+  for (std::thread& t : kubelets) t.join();
+  EXPECT_EQ(most_inside, kCalls);
 }
 
 TEST_F(KubeletPluginServerTest, ReplacesStaleSocketsButNotOtherFiles) {
