@@ -6,7 +6,11 @@
 
 #include <cerrno>
 
+#include "common/thread_sanitizer.h"
 #include "dra-agent/kubelet/serial_event_engine.h"
+
+// The dra-agent and the tests that start this server run gRPC (common/thread_sanitizer.h).
+DRACPU_TSAN_GRPC_PROGRAM()
 
 namespace dracpu::dra {
 namespace {

@@ -45,10 +45,17 @@ class KubeletPluginServerTest : public ::testing::Test {
   void StartServer() {
     auto server =
         KubeletPluginServer::Start(options_, preparer_, [this](bool ok, const std::string& e) {
+          std::lock_guard lock(statuses_mu_);
           statuses_.push_back({ok, e});
         });
     ASSERT_THAT(server, IsOk());
     server_ = std::move(server).value();
+  }
+
+  // The callback runs on a gRPC server thread; the test reads after the call has returned.
+  std::vector<std::pair<bool, std::string>> Statuses() {
+    std::lock_guard lock(statuses_mu_);
+    return statuses_;
   }
 
   std::shared_ptr<grpc::Channel> Channel(const std::string& path) {
@@ -59,7 +66,8 @@ class KubeletPluginServerTest : public ::testing::Test {
   const std::string root_ = tmp_.path();
   KubeletPluginServerOptions options_;
   StrictMock<MockClaimPreparer> preparer_;
-  std::vector<std::pair<bool, std::string>> statuses_;
+  std::mutex statuses_mu_;
+  std::vector<std::pair<bool, std::string>> statuses_;  // guarded by statuses_mu_
   std::unique_ptr<KubeletPluginServer> server_;
 };
 
@@ -85,8 +93,7 @@ TEST_F(KubeletPluginServerTest, RegistersAsTheKubeletExpects) {
   pluginregistration::RegistrationStatusResponse resp;
   ASSERT_TRUE(stub->NotifyRegistrationStatus(&ctx, status, &resp).ok());
   EXPECT_FALSE(server_->registered());
-  ASSERT_EQ(statuses_.size(), 1u);
-  EXPECT_EQ(statuses_[0].second, "version mismatch");
+  EXPECT_THAT(Statuses(), ElementsAre(std::pair<bool, std::string>(false, "version mismatch")));
 }
 
 TEST_F(KubeletPluginServerTest, SocketsAreOwnerOnly) {

@@ -8,10 +8,14 @@
 #include <set>
 #include <thread>
 
+#include "common/thread_sanitizer.h"
 #include "dra_health_v1alpha1.grpc.pb.h"
 #include "dra_v1.grpc.pb.h"
 #include "dra_v1beta1.grpc.pb.h"
 #include "pluginregistration.grpc.pb.h"
+
+// dracpu-sim-kubelet and its tests run gRPC clients (common/thread_sanitizer.h).
+DRACPU_TSAN_GRPC_PROGRAM()
 
 namespace dracpu::sim {
 namespace {
