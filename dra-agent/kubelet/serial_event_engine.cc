@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/thread_sanitizer.h"
+
 namespace dracpu::dra {
 
 using grpc_event_engine::experimental::EventEngine;
@@ -137,9 +139,17 @@ class UnimplementedResolver final : public EventEngine::DNSResolver {
 
 }  // namespace
 
-SerialEventEngine::SerialEventEngine() : state_(std::make_shared<State>()) {}
+// gRPC holds its engines in shared_ptrs and drops the last reference on whichever of its threads
+// lets go last (often its executor thread, not the one that made the engine). That count is
+// changed in gRPC's uninstrumented code, so for ThreadSanitizer what the constructor, and a call
+// that does not take `mu`, did to the engine is released here and acquired by the destructor
+// (common/thread_sanitizer.h). Calls that take `mu` are ordered by it.
+SerialEventEngine::SerialEventEngine() : state_(std::make_shared<State>()) {
+  tsan::ReleaseFor(this);
+}
 
 SerialEventEngine::~SerialEventEngine() {
+  tsan::AcquireFor(this);
   std::map<State::Key, State::Task> dropped;
   std::thread thread;
   {
@@ -175,7 +185,9 @@ bool SerialEventEngine::IsWorkerThread() {
 
 std::unique_ptr<EventEngine::DNSResolver> SerialEventEngine::GetDNSResolver(
     const DNSResolver::ResolverOptions&) {
-  return std::make_unique<UnimplementedResolver>(state_);
+  auto resolver = std::make_unique<UnimplementedResolver>(state_);
+  tsan::ReleaseFor(this);  // no `mu` on this path; see the constructor
+  return resolver;
 }
 
 void SerialEventEngine::Run(Closure* closure) { state_->Add(Duration::zero(), {closure, {}}); }
@@ -193,7 +205,11 @@ EventEngine::TaskHandle SerialEventEngine::RunAfter(Duration when,
   return state_->Add(when, {nullptr, std::move(closure)});
 }
 
-bool SerialEventEngine::Cancel(TaskHandle handle) { return state_->Cancel(handle); }
+bool SerialEventEngine::Cancel(TaskHandle handle) {
+  const bool cancelled = state_->Cancel(handle);
+  tsan::ReleaseFor(this);  // a foreign handle returns without `mu`; see the constructor
+  return cancelled;
+}
 
 absl::StatusOr<std::unique_ptr<EventEngine::Listener>> SerialEventEngine::CreateListener(
     Listener::AcceptCallback, absl::AnyInvocable<void(absl::Status)>,
