@@ -239,6 +239,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   };
   ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, clock_, random_, spo));
   publisher_->SetDesired(catalog_);
+  publisher_for_http_.store(publisher_.get(), std::memory_order_release);
   publisher_thread_ = std::jthread([this](std::stop_token stop) {
     pthread_setname_np(pthread_self(), "slice-publisher");
     publisher_->Run(stop);
@@ -285,6 +286,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
                                          << "the kubelet refused the registration: " << error;
                                    }
                                  }));
+  kubelet_for_http_.store(kubelet_.get(), std::memory_order_release);
   LOG(INFO) << "serving the kubelet on " << paths.dra_socket << " (registration "
             << paths.registration_socket << "), HTTP on port " << http_->port();
   return Status::Ok();
@@ -319,17 +321,24 @@ HttpResponse DraAgent::Metrics() {
     m.devices_by_health.Set({"Healthy"}, by_state[1]);
     m.devices_by_health.Set({"Unhealthy"}, by_state[2]);
   }
-  if (publisher_) {
-    const SlicePublisherStats st = publisher_->stats();
-    m.resourceslices.Set({}, st.slices);
-    m.resourceslice_sync_errors.Set({}, static_cast<double>(st.sync_errors));
-  }
+  const SlicePublisherStats st = PublisherStats();
+  m.resourceslices.Set({}, st.slices);
+  m.resourceslice_sync_errors.Set({}, static_cast<double>(st.sync_errors));
   process_metrics_->Update();
   return {200, "text/plain; version=0.0.4; charset=utf-8", metrics_.RenderText()};
 }
 
 std::string DraAgent::KubeletCpuManagerProblem() const {
   return KubeletCpuManagerConflict(ReadKubeletCpuManagerState(*host_fs_, config_.kubelet_root_dir));
+}
+
+SlicePublisherStats DraAgent::PublisherStats() const {
+  if (const SlicePublisher* p = publisher_for_http_.load(std::memory_order_acquire)) {
+    return p->stats();
+  }
+  SlicePublisherStats starting;
+  starting.last_error = "the agent is starting";
+  return starting;
 }
 
 HttpResponse DraAgent::Readyz() {
@@ -339,7 +348,7 @@ HttpResponse DraAgent::Readyz() {
     problems += conflict + "\n";
   }
   if (!registered()) problems += "not registered with the kubelet yet\n";
-  const SlicePublisherStats st = publisher_->stats();
+  const SlicePublisherStats st = PublisherStats();
   std::string causes;
   for (const PublishErrorCause& c : st.errors) {
     causes += "  " + c.ToString() + " (" + std::to_string(c.count) + "x, last " + c.request + ")\n";
@@ -356,7 +365,7 @@ HttpResponse DraAgent::Readyz() {
 }
 
 HttpResponse DraAgent::SlicesStatus() {
-  const SlicePublisherStats st = publisher_->stats();
+  const SlicePublisherStats st = PublisherStats();
   rapidjson::StringBuffer b;
   rapidjson::Writer<rapidjson::StringBuffer> w(b);
   auto str = [&w](const std::string& v) {

@@ -63,8 +63,12 @@ class DraAgent {
   Status Run(int stop_fd, const std::function<void()>& on_heartbeat = {});
   void Stop();
 
-  bool registered() const { return kubelet_ && kubelet_->registered(); }
-  bool slices_published() const { return publisher_ && publisher_->published(); }
+  // From any thread: the HTTP handlers ask while Start() is still making the parts.
+  bool registered() const {
+    const KubeletPluginServer* kubelet = kubelet_for_http_.load(std::memory_order_acquire);
+    return kubelet != nullptr && kubelet->registered();
+  }
+  bool slices_published() const { return PublisherStats().published; }
   int http_port() const { return http_ ? http_->port() : 0; }
   const CpuTopology& topology() const { return topology_; }
   const DeviceCatalog& catalog() const { return catalog_; }
@@ -102,8 +106,13 @@ class DraAgent {
   std::unique_ptr<DraMetrics> dra_metrics_;
   std::unique_ptr<ProcessMetrics> process_metrics_;
   const std::chrono::nanoseconds started_boottime_ = BoottimeNow();
-  // health_ once made (after the HTTP server started); what Metrics() reads.
+  // What the HTTP handlers (their own thread, serving from step 4 of StartParts) read of the parts
+  // made after the HTTP server started: each is set once its part exists, which outlives them.
   std::atomic<DeviceHealthMonitor*> health_for_metrics_{nullptr};
+  std::atomic<const SlicePublisher*> publisher_for_http_{nullptr};
+  std::atomic<const KubeletPluginServer*> kubelet_for_http_{nullptr};
+  // The publisher's stats, or "not published yet" while it is being made.
+  SlicePublisherStats PublisherStats() const;
   std::unique_ptr<CpuClaimPreparer> preparer_;
   // With an API client: the claims' status.devices (KEP-4817), behind the logging layer.
   std::unique_ptr<ClaimStatusWriter> status_writer_;
