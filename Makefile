@@ -81,16 +81,19 @@ fuzz: deps
 # those tests, building only what they need; `make tsan-ci` (.ci/run) runs TSAN_CI_TESTS, the
 # threaded subset (docs/security.md, "ThreadSanitizer"). Not shm_hammer: its writer and reader
 # are separate processes synchronised through the shared segment, which TSan does not model, and
-# its instrumented reader is too slow for its seqlock retry budget (the ASan run keeps it). Not
-# the tests that start a gRPC server (kubelet_plugin_server, dra_agent_e2e, whole_node_e2e):
-# Debian's gRPC is not built with TSan, so every hand-off of a call between its completion-queue
-# and handler threads is invisible and reported as a race (docs/security.md).
+# its instrumented reader is too slow for its seqlock retry budget (the ASan run keeps it). The
+# programs that run gRPC (Debian's gRPC is not built with TSan) check our code, not gRPC's:
+# common/thread_sanitizer.h. The e2e tests in TSAN_CI_TESTS run the TSan-built agents and
+# simulators: concurrent Prepares from parallel kubelets, the health stream, hotplug, both agents.
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?=
 TSAN_CI_TESTS := http_server kube_kube_client kube_hostile_apiserver \
   cpu_claim_preparer device_health_monitor event_loop ttrpc_server_client mux_multiplexer \
   mux_ttrpc_peer nri_plugin sim_reconnect shm_segment shm_crash \
-  slices_publisher slices_publisher_topology_watcher nri_agent
+  slices_publisher slices_publisher_topology_watcher nri_agent \
+  kubelet_plugin_server serial_event_engine kubelet_simulator \
+  dra_agent_e2e dra_agent_scale_e2e whole_node_e2e node_claims_e2e node_health_e2e \
+  node_hotplug_e2e
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 \
   suppressions=$(CURDIR)/tests/tsan.supp"
 # -Wno-tsan: g++ 12 warns (an error under -Werror) that TSan does not model the standalone
