@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/driver_config.h"
 #include "common/file_system.h"
 #include "common/flag_parser.h"
@@ -72,15 +73,32 @@ Result<DriverConfig> LoadConfig(const std::string& path) {
   return config;
 }
 
+// The real implementations of every seam, built once here and handed down (NriEnv for the
+// agent; the filesystems for the fallback pool and the process metrics).
+struct SystemEnv {
+  SystemClock clock;
+  DefaultRandom random;
+  std::unique_ptr<FileSystem> host;   // rooted at /: /proc/self for the process metrics
+  std::unique_ptr<FileSystem> sysfs;  // rooted at --sysfs-root, with the sysfsOverlay
+  agent::NriEnv agent() { return {clock, random}; }
+};
+
+Result<std::unique_ptr<SystemEnv>> MakeSystemEnv(const std::string& sysfs_root,
+                                                 const DriverConfig& config) {
+  auto env = std::make_unique<SystemEnv>();
+  ASSIGN_OR_RETURN(env->host, NewPosixFileSystem("/"));
+  ASSIGN_OR_RETURN(env->sysfs, NewPosixFileSystem(sysfs_root));
+  ASSIGN_OR_RETURN(env->sysfs,
+                   WithSysfsOverlay(std::move(env->sysfs), *env->host, config.sysfs_overlay));
+  return env;
+}
+
 // The allocatable CPUs as this agent sees them: online minus the reserved ones under
 // strictCPUReservation (the dra-agent's topology record, once attached, takes over).
-Result<CpuSet> FallbackPool(const std::string& sysfs_root, const DriverConfig& config) {
-  ASSIGN_OR_RETURN(std::unique_ptr<FileSystem> host, NewPosixFileSystem("/"));
-  ASSIGN_OR_RETURN(std::unique_ptr<FileSystem> fs, NewPosixFileSystem(sysfs_root));
-  ASSIGN_OR_RETURN(fs, WithSysfsOverlay(std::move(fs), *host, config.sysfs_overlay));
+Result<CpuSet> FallbackPool(const FileSystem& sysfs, const DriverConfig& config) {
   DiscoveryOptions options;
   options.pcie_roots = false;
-  ASSIGN_OR_RETURN(CpuTopology topo, DiscoverTopology(*fs, options));
+  ASSIGN_OR_RETURN(CpuTopology topo, DiscoverTopology(sysfs, options));
   CpuSet pool = topo.online;
   if (config.strict_cpu_reservation) pool -= config.reserved_cpus;
   return pool;
@@ -92,7 +110,13 @@ int Run(const Flags& flags) {
     LOG(ERROR) << config.status().ToString();
     return 1;
   }
-  auto fallback = FallbackPool(flags.sysfs_root, *config);
+  auto env = MakeSystemEnv(flags.sysfs_root, *config);
+  if (!env.ok()) {
+    LOG(ERROR) << "reading the CPU topology under " << flags.sysfs_root << ": "
+               << env.status().ToString();
+    return 1;
+  }
+  auto fallback = FallbackPool(*(*env)->sysfs, *config);
   if (!fallback.ok()) {
     LOG(ERROR) << "reading the CPU topology under " << flags.sysfs_root << ": "
                << fallback.status().ToString();
@@ -116,7 +140,7 @@ int Run(const Flags& flags) {
     return 1;
   }
 
-  auto loop = loop::EventLoop::Create();
+  auto loop = loop::EventLoop::Create((*env)->clock);
   if (!loop.ok()) {
     LOG(ERROR) << "event loop: " << loop.status().ToString();
     return 1;
@@ -161,13 +185,8 @@ int Run(const Flags& flags) {
   }
 
   MetricsRegistry metrics;
-  agent::NriAgent agent(l, std::move(options), &metrics);
-  auto proc = NewPosixFileSystem("/");
-  if (!proc.ok()) {
-    LOG(ERROR) << proc.status().ToString();
-    return 1;
-  }
-  ProcessMetrics process_metrics(metrics, **proc);
+  agent::NriAgent agent(l, (*env)->agent(), std::move(options), &metrics);
+  ProcessMetrics process_metrics(metrics, *(*env)->host);
 
   std::map<std::string, HttpHandler> routes;
   routes["/metrics"] = [&metrics, &process_metrics] {

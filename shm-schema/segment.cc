@@ -12,7 +12,6 @@
 namespace dracpu::shm {
 
 using internal::Backoff;
-using internal::Clock;
 using internal::CString;
 using internal::Gen;
 using internal::Hex;
@@ -132,6 +131,7 @@ Result<std::unique_ptr<Segment>> Segment::CreateNew(const std::string& path,
   seg->role_ = options.role;
   seg->file_ = std::move(file);
   seg->kill_point_ = options.kill_point;
+  if (options.boottime_ns) seg->boottime_ns_ = options.boottime_ns;
   RETURN_IF_ERROR(seg->Validate());
   RETURN_IF_ERROR(seg->AttachWriter(options));
   return seg;
@@ -152,6 +152,7 @@ Result<std::unique_ptr<Segment>> Segment::OpenExisting(const std::string& path,
   seg->path_ = path;
   seg->role_ = options.role;
   seg->kill_point_ = options.kill_point;
+  if (options.boottime_ns) seg->boottime_ns_ = options.boottime_ns;
   ASSIGN_OR_RETURN(seg->file_, ShmFile::Open(path, writer));
   if (writer) {
     const Status locked = seg->file_.LockByte(static_cast<off_t>(options.role));
@@ -308,7 +309,7 @@ Status Segment::AttachWriter(const OpenOptions& options) {
   rec.role = static_cast<uint32_t>(role_);
   rec.pid_ns_inode = pid_ns_inode_;
   rec.start_time_ns = RealtimeNs();
-  rec.heartbeat_ns = BoottimeNs();
+  rec.heartbeat_ns = boottime_ns_();
   rec.attach_count += 1;
   PutField(rec.version, options.version);
   CopyIn(h->agents[static_cast<int>(role_)], rec);
@@ -376,7 +377,7 @@ Result<bool> Segment::RoleLive(Role role) const {
 
 void Segment::Heartbeat() {
   if (role_ == Role::kReader) return;
-  StoreWord(&header()->agents[static_cast<int>(role_)].heartbeat_ns, BoottimeNs());
+  StoreWord(&header()->agents[static_cast<int>(role_)].heartbeat_ns, boottime_ns_());
 }
 
 Result<WriteTransaction> Segment::Begin() {

@@ -101,6 +101,9 @@ struct OpenOptions {
   // Seams: /proc/self/ns/pid inode and the boot id. Unset: read from /proc.
   std::function<Result<uint64_t>()> pid_namespace_inode;
   std::function<Result<std::string>()> boot_id;
+  // Seam: CLOCK_BOOTTIME in ns, for heartbeats and their age (a clock every process on the node
+  // shares, so not the Clock of common/clock.h). Unset: the kernel's.
+  std::function<uint64_t()> boottime_ns;
   // Tests only: called at each KillPoint of every write.
   KillPointHook kill_point = nullptr;
 };
@@ -268,6 +271,7 @@ class Segment {
   ContainerEntry* containers_ = nullptr;
   uint32_t* containers_index_ = nullptr;
   uint64_t pid_ns_inode_ = 0;
+  std::function<uint64_t()> boottime_ns_ = BoottimeNs;
   KillPointHook kill_point_ = nullptr;
   std::optional<RecoveryReport> open_recovery_;
   std::optional<Status> rebuilt_because_;

@@ -18,7 +18,11 @@
 
 namespace dracpu::shm::internal {
 
-using Clock = std::chrono::steady_clock;
+// The deadlines of the lock-free reads and of WaitForChange bound real spinning against a
+// concurrent writer and a futex wait in the kernel: kernel time by nature, so not the injectable
+// Clock of common/clock.h (a virtual clock would let a reader spin forever). Heartbeats use the
+// OpenOptions::boottime_ns seam instead.
+using SpinDeadlineClock = std::chrono::steady_clock;
 
 // Upper bound on the capacities Open accepts from a header (a sanity check, not a policy).
 inline constexpr uint32_t kMaxCapacity = 1u << 20;

@@ -9,11 +9,11 @@
 namespace dracpu::shm {
 
 using internal::Backoff;
-using internal::Clock;
 using internal::CString;
 using internal::Gen;
 using internal::GenWord;
 using internal::Hex;
+using internal::SpinDeadlineClock;
 using internal::Waiters;
 
 namespace {
@@ -47,10 +47,10 @@ Status Segment::ReadSnapshotInto(Snapshot& out, const SnapshotOptions& options) 
   SegmentHeader* h = header();
   out.identity = identity_;
   out.identity.minor = LoadWord32(&h->minor);
-  const auto deadline = Clock::now() + options.timeout;
+  const auto deadline = SpinDeadlineClock::now() + options.timeout;
   for (int attempt = 0;; ++attempt) {
     const uint64_t g1 = Gen(h).load(std::memory_order_acquire);
-    const bool timed_out = (attempt & 63) == 63 && Clock::now() > deadline;
+    const bool timed_out = (attempt & 63) == 63 && SpinDeadlineClock::now() > deadline;
     if ((g1 & 1) == 0 || (timed_out && options.allow_inconsistent)) {
       for (int r = 0; r < kAgentRoles; ++r) CopyOut(out.agents[r], h->agents[r]);
       CopyOut(out.config, h->config);
@@ -112,7 +112,7 @@ Result<std::optional<Entry>> SeqlockFind(SegmentHeader* h, const uint32_t* index
                                          std::string_view key, char (Entry::*key_field)[KeyBytes],
                                          std::chrono::milliseconds timeout,
                                          const std::string& path) {
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SpinDeadlineClock::now() + timeout;
   for (int attempt = 0;; ++attempt) {
     const uint64_t g1 = Gen(h).load(std::memory_order_acquire);
     if ((g1 & 1) == 0) {
@@ -125,7 +125,7 @@ Result<std::optional<Entry>> SeqlockFind(SegmentHeader* h, const uint32_t* index
       std::atomic_thread_fence(std::memory_order_acquire);
       if (Gen(h).load(std::memory_order_relaxed) == g1) return found;
     }
-    if ((attempt & 63) == 63 && Clock::now() > deadline) {
+    if ((attempt & 63) == 63 && SpinDeadlineClock::now() > deadline) {
       return UnavailableError("segment " + path + ": lookup of " + std::string(key) +
                               " found no stable generation within " +
                               std::to_string(timeout.count()) + " ms (generation " +
@@ -153,7 +153,7 @@ Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds 
                                         const std::atomic<bool>* cancel,
                                         std::stop_token stop) const {
   SegmentHeader* h = header();
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SpinDeadlineClock::now() + timeout;
   uint32_t* waiters = WaitersWord();
   const bool registered = waiters != nullptr;
   if (registered) std::atomic_ref<uint32_t>(*waiters).fetch_add(1, std::memory_order_seq_cst);
@@ -175,7 +175,7 @@ Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds 
       result = Status(StatusCode::kCancelled, "segment " + path_ + ": wait for a change cancelled");
       break;
     }
-    const auto left = deadline - Clock::now();
+    const auto left = deadline - SpinDeadlineClock::now();
     if (left <= std::chrono::nanoseconds(0)) {
       result = DeadlineExceededError("segment " + path_ + ": no change from generation " +
                                      std::to_string(seen) + " within " +
@@ -204,7 +204,7 @@ Result<AgentStatus> Segment::GetAgentStatus(Role role) const {
   st.pid = rec.pid;
   st.version = CString(rec.version, sizeof rec.version);
   ASSIGN_OR_RETURN(st.live, RoleLive(role));
-  const uint64_t now = BoottimeNs();
+  const uint64_t now = boottime_ns_();
   if (rec.heartbeat_ns != 0 && rec.heartbeat_ns <= now) {
     st.heartbeat_age = std::chrono::nanoseconds(now - rec.heartbeat_ns);
   }

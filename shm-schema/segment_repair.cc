@@ -12,7 +12,6 @@
 namespace dracpu::shm {
 
 using internal::Backoff;
-using internal::Clock;
 using internal::CString;
 using internal::Gen;
 using internal::GenWord;

@@ -10,7 +10,6 @@
 namespace dracpu::shm {
 
 using internal::Backoff;
-using internal::Clock;
 using internal::Gen;
 using internal::GenWord;
 using internal::Waiters;

@@ -188,7 +188,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         ASSIGN_OR_RETURN(kube::JsonObject claim, client->Get(kube::ResourceClaimPath(ns, name)));
         return claim.ToString();
       },
-      po, dra_metrics_.get());
+      po, dra_metrics_.get(), clock_);
   auto cpus_of = [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {
     auto claim = seg->FindClaim(uid);
     if (!claim.ok() || !claim->has_value()) return std::nullopt;

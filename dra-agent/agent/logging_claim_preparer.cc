@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/operation_id.h"
+
 namespace dracpu::dra {
 namespace {
 
@@ -25,11 +27,7 @@ LoggingClaimPreparer::LoggingClaimPreparer(ClaimPreparer& inner, CpusOf cpus_of,
                                            Random& random)
     : inner_(inner), cpus_of_(std::move(cpus_of)), clock_(clock), random_(random) {}
 
-std::string LoggingClaimPreparer::NewOp() {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(random_.Uniform01() * 4294967296.0));
-  return buf;
-}
+std::string LoggingClaimPreparer::NewOp() { return NewOperationId(random_); }
 
 std::string LoggingClaimPreparer::CpusText(const std::optional<CpuSet>& cpus) const {
   if (!cpus) return "none";

@@ -11,6 +11,7 @@
 #include "dra-agent/allocator/topology_builder.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
 #include "shm-schema/shm_test_util.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 
 // The nodes below name only what differs from the defaults.
@@ -65,10 +66,11 @@ Outcome Prepare(const Node& node, const std::string& device, int count,
       R"("}}],"config":[)" + config + "]}}}}";
   PreparerOptions po;
   po.pool_name = "node-a";
+  dracpu::testing::FakeClock clock;
   CpuClaimPreparer preparer(
       topology, index, catalog, *segment, cdi,
       [&](const std::string&, const std::string&) -> Result<std::string> { return claim; }, po,
-      nullptr);
+      nullptr, clock);
   Outcome out;
   out.error = preparer.Prepare({{"ns", "c", "u1"}}).at("u1").error;
   if (auto c = segment->FindClaim("u1").value(); c) {

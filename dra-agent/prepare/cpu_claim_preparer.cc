@@ -14,8 +14,6 @@
 namespace dracpu::dra {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // The kubelet's words for the claim, escaped: this goes into answers and logs before anything
 // has validated it.
 std::string Key(const ClaimRef& ref) {
@@ -33,8 +31,8 @@ std::vector<int> NumaNodesOf(const CpuTopology& t, const CpuSet& cpus) {
   return {nodes.begin(), nodes.end()};
 }
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+double SecondsBetween(Clock::TimePoint start, Clock::TimePoint end) {
+  return std::chrono::duration<double>(end - start).count();
 }
 
 }  // namespace
@@ -43,7 +41,7 @@ CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology,
                                    const allocator::TopologyIndex& index,
                                    const DeviceCatalog& catalog, shm::Segment& segment,
                                    CdiStore& cdi, ClaimFetcher fetch, PreparerOptions options,
-                                   DraMetrics* metrics)
+                                   DraMetrics* metrics, const Clock& clock)
     : topology_(topology),
       index_(index),
       catalog_(catalog),
@@ -51,7 +49,8 @@ CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology,
       cdi_(cdi),
       fetch_(std::move(fetch)),
       options_(std::move(options)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      clock_(clock) {}
 
 std::string CpuClaimPreparer::ClaimKey(const ClaimRef& ref) const { return Key(ref); }
 
@@ -65,7 +64,7 @@ std::mutex& CpuClaimPreparer::ClaimLock(const std::string& uid) {
 
 std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
     const std::vector<ClaimRef>& claims) {
-  const auto start = Clock::now();
+  const Clock::TimePoint start = clock_.Now();
   // Every claim of the call stays locked until its spec is durable. Stripes are taken once
   // each, in index order, so two calls (or two claims on one stripe) never deadlock.
   std::vector<size_t> stripes;
@@ -90,7 +89,7 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
 
   std::map<std::string, ClaimPrepareResult> out;
   // Each claim's latency is the call's: its spec became durable with the others'.
-  const double seconds = SecondsSince(start);
+  const double seconds = SecondsBetween(start, clock_.Now());
   for (size_t i = 0; i < claims.size(); ++i) {
     ClaimPrepareResult& r = staged[i].result;
     if (metrics_ != nullptr) {
@@ -107,12 +106,12 @@ std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
     const std::vector<ClaimRef>& claims) {
   std::map<std::string, std::string> out;
   for (const ClaimRef& ref : claims) {
-    const auto start = Clock::now();
+    const Clock::TimePoint start = clock_.Now();
     std::string error = UnprepareOne(ref);
     if (metrics_ != nullptr) {
       metrics_->unprepare_claims.Add({error.empty() ? DraMetrics::kSuccess : DraMetrics::kError},
                                      1);
-      metrics_->unprepare_seconds.Observe({}, SecondsSince(start));
+      metrics_->unprepare_seconds.Observe({}, SecondsBetween(start, clock_.Now()));
     }
     out[ref.uid] = std::move(error);
   }

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/cpu_topology.h"
 #include "common/driver_config.h"
 #include "dra-agent/allocator/topology_index.h"
@@ -69,10 +70,12 @@ struct PreparerOptions {
 
 class CpuClaimPreparer final : public ClaimPreparer {
  public:
-  // All references must outlive the preparer. `metrics` may be null.
+  // All references must outlive the preparer. `metrics` may be null; `clock` times the
+  // requests for it.
   CpuClaimPreparer(const CpuTopology& topology, const allocator::TopologyIndex& index,
                    const DeviceCatalog& catalog, shm::Segment& segment, CdiStore& cdi,
-                   ClaimFetcher fetch, PreparerOptions options, DraMetrics* metrics);
+                   ClaimFetcher fetch, PreparerOptions options, DraMetrics* metrics,
+                   const Clock& clock);
 
   std::map<std::string, ClaimPrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
   std::map<std::string, std::string> Unprepare(const std::vector<ClaimRef>& claims) override;
@@ -128,6 +131,7 @@ class CpuClaimPreparer final : public ClaimPreparer {
   const ClaimFetcher fetch_;
   const PreparerOptions options_;
   DraMetrics* const metrics_;  // may be null
+  const Clock& clock_;
   std::array<std::mutex, 64> claim_locks_;
 };
 

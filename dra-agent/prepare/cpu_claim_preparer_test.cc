@@ -11,6 +11,7 @@
 #include "common/log_escape.h"
 #include "dra-agent/cdi/cdi_spec.h"
 #include "shm-schema/shm_test_util.h"
+#include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/synthetic_topology.h"
 
@@ -83,7 +84,7 @@ class PreparerTest : public ::testing::Test {
             return NotFoundError("resourceclaims \"" + name + "\" not found");
           return it->second;
         },
-        po, &dra_metrics_);
+        po, &dra_metrics_, clock_);
   }
 
   ClaimRef Add(const std::string& uid, const std::vector<Result_>& results,
@@ -112,6 +113,7 @@ class PreparerTest : public ::testing::Test {
   std::unique_ptr<DeviceMetadataWriter> metadata_;
   MetricsRegistry metrics_;
   DraMetrics dra_metrics_{metrics_};
+  dracpu::testing::FakeClock clock_;
   std::unique_ptr<CpuClaimPreparer> preparer_;
   std::mutex mu_;
   std::map<std::string, std::string> claims_;
@@ -228,7 +230,7 @@ TEST_F(PreparerTest, HundredConcurrentClaimsOnA1024CpuMachine) {
     return it->second;
   };
   preparer_ = std::make_unique<CpuClaimPreparer>(topology_, *index_, catalog_, *segment_, *cdi_,
-                                                 fetch, po, nullptr);
+                                                 fetch, po, nullptr, clock_);
   std::vector<ClaimRef> refs;
   for (int i = 0; i < 100; ++i) {
     // 8 claims of 8 CPUs (4 whole cores) per NUMA node + a few of 2: 100 claims, 784 CPUs.

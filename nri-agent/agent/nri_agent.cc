@@ -9,15 +9,13 @@
 
 #include "common/claim_env.h"
 #include "common/log_escape.h"
+#include "common/operation_id.h"
 
 namespace dracpu::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
-      .count();
+int64_t NanosOf(Clock::TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
 
 // The request keys of STYLE.md: pod, container and the claims its env names. Every value is
@@ -69,11 +67,12 @@ policy::PolicyOptions WithMovesAfterReply(policy::PolicyOptions options) {
 
 }  // namespace
 
-NriAgent::NriAgent(loop::EventLoop& loop, NriAgentOptions options, MetricsRegistry* metrics)
+NriAgent::NriAgent(loop::EventLoop& loop, NriEnv env, NriAgentOptions options,
+                   MetricsRegistry* metrics)
     : loop_(loop),
+      env_(env),
       options_(std::move(options)),
-      policy_(nullptr, WithMovesAfterReply(options_.policy)),
-      rng_(std::random_device{}()) {
+      policy_(nullptr, WithMovesAfterReply(options_.policy)) {
   if (metrics != nullptr) {
     requests_ = &metrics->AddCounter("dracpu_nri_requests_total",
                                      "NRI requests handled, by method and result code.",
@@ -103,22 +102,18 @@ NriAgent::~NriAgent() {
   alive_.reset();
 }
 
-std::string NriAgent::NewOp() {
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng_()));
-  return buf;
-}
+std::string NriAgent::NewOp() { return NewOperationId(env_.random); }
 
 bool NriAgent::healthy() const {
   const int64_t last = last_tick_ns_.load();
   const int64_t limit =
       3 * std::chrono::duration_cast<std::chrono::nanoseconds>(options_.heartbeat_interval).count();
-  return last != 0 && NowNs() - last < limit;
+  return last != 0 && NanosOf(env_.clock.Now()) - last < limit;
 }
 
 void NriAgent::Start() {
-  started_ = Clock::now();
-  last_tick_ns_ = NowNs();
+  started_ = env_.clock.Now();
+  last_tick_ns_ = NanosOf(started_);
   Heartbeat();
   TryAttach();
 }
@@ -138,7 +133,7 @@ void NriAgent::Shutdown() {
 void NriAgent::Heartbeat() {
   heartbeat_timer_ = 0;
   if (shut_down_) return;
-  last_tick_ns_ = NowNs();
+  last_tick_ns_ = NanosOf(env_.clock.Now());
   if (plugin_ != nullptr && plugin_->failed_attempts() != logged_failed_attempts_) {
     // Connections that failed outright (socket missing, runtime down) end in no Disconnected;
     // say so once per distinct error.
@@ -188,7 +183,7 @@ void NriAgent::TryAttach() {
                  << options_.segment_poll.count() << " ms): " << err;
     last_attach_error_ = err;
   }
-  if (plugin_ == nullptr && Clock::now() - started_ >= options_.segment_wait) {
+  if (plugin_ == nullptr && env_.clock.Now() - started_ >= options_.segment_wait) {
     LOG(WARNING) << "no shared-memory segment after " << options_.segment_wait.count()
                  << " ms: connecting to the runtime anyway; shared containers get the "
                     "conservative pool and exclusive containers are refused until it attaches";
@@ -262,7 +257,7 @@ void NriAgent::OnSegmentChanged() {
   }
   // Coalesce a burst (a Prepare or Unprepare of many claims is several commits per claim): act
   // once the segment has been quiet for coalesce_window, or coalesce_max after the first change.
-  const auto now = Clock::now();
+  const auto now = env_.clock.Now();
   if (pool_timer_ != 0) {
     if (now - first_change_ >= options_.coalesce_max) return;  // due soon anyway
     loop_.CancelTimer(pool_timer_);
@@ -271,7 +266,7 @@ void NriAgent::OnSegmentChanged() {
   }
   const auto left = options_.coalesce_max - (now - first_change_);
   const auto delay =
-      std::min<Clock::duration>(options_.coalesce_window, std::max<Clock::duration>(left, {}));
+      std::min<Clock::Duration>(options_.coalesce_window, std::max<Clock::Duration>(left, {}));
   pool_timer_ = loop_.AddTimer(std::chrono::duration_cast<std::chrono::nanoseconds>(delay), [this] {
     pool_timer_ = 0;
     PushPoolUpdates();
@@ -379,10 +374,10 @@ void NriAgent::UpdateGauges() {
   if (pool.ok()) pool_gauge_->Set({}, pool->Count());
 }
 
-void NriAgent::Observe(const char* method, const Status& status, Clock::time_point start) {
+void NriAgent::Observe(const char* method, const Status& status, Clock::TimePoint start) {
   if (requests_ == nullptr) return;
   requests_->Add({method, std::string(StatusCodeName(status.code()))}, 1);
-  latency_->Observe({method}, std::chrono::duration<double>(Clock::now() - start).count());
+  latency_->Observe({method}, std::chrono::duration<double>(env_.clock.Now() - start).count());
 }
 
 Result<nri::EventMask> NriAgent::Configure(const nri::RuntimeInfo& runtime) {
@@ -400,7 +395,7 @@ Result<nri::EventMask> NriAgent::Configure(const nri::RuntimeInfo& runtime) {
 Result<std::vector<nri::CpusetUpdate>> NriAgent::Synchronize(
     const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) {
   const std::string op = NewOp();
-  const auto start = Clock::now();
+  const auto start = env_.clock.Now();
   auto r = policy_.Synchronize(pods, containers);
   Observe("Synchronize", r.status(), start);
   LogWarnings(op);
@@ -422,7 +417,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::Synchronize(
 Result<nri::CreateContainerResult> NriAgent::CreateContainer(const nri::Pod& pod,
                                                              const nri::Container& container) {
   const std::string op = NewOp();
-  const auto start = Clock::now();
+  const auto start = env_.clock.Now();
   auto r = policy_.CreateContainer(pod, container);
   Observe("CreateContainer", r.status(), start);
   LogWarnings(op);
@@ -444,7 +439,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::UpdateContainer(const nri::Pod&
                                                                  const nri::Container& container,
                                                                  const nri::Cpuset& requested) {
   const std::string op = NewOp();
-  const auto start = Clock::now();
+  const auto start = env_.clock.Now();
   auto r = policy_.UpdateContainer(pod, container, requested);
   Observe("UpdateContainer", r.status(), start);
   LogWarnings(op);
@@ -467,7 +462,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::UpdateContainer(const nri::Pod&
 Result<std::vector<nri::CpusetUpdate>> NriAgent::StopContainer(const nri::Pod& pod,
                                                                const nri::Container& container) {
   const std::string op = NewOp();
-  const auto start = Clock::now();
+  const auto start = env_.clock.Now();
   auto r = policy_.StopContainer(pod, container);
   Observe("StopContainer", r.status(), start);
   LogWarnings(op);
@@ -478,7 +473,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::StopContainer(const nri::Pod& p
 
 Status NriAgent::RemoveContainer(const nri::Pod& pod, const nri::Container& container) {
   const std::string op = NewOp();
-  const auto start = Clock::now();
+  const auto start = env_.clock.Now();
   Status s = policy_.RemoveContainer(pod, container);
   Observe("RemoveContainer", s, start);
   if (s.ok()) {

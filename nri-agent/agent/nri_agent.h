@@ -27,12 +27,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "common/status.h"
+#include "nri-agent/agent/nri_env.h"
 #include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/nri/reconnecting_plugin.h"
@@ -61,8 +62,9 @@ struct NriAgentOptions {
 
 class NriAgent : public nri::PluginHandler {
  public:
-  // `metrics` may be null; otherwise it must outlive the agent. Nothing happens before Start().
-  NriAgent(loop::EventLoop& loop, NriAgentOptions options, MetricsRegistry* metrics);
+  // `loop` must run on env.clock. `metrics` may be null; otherwise it must outlive the agent.
+  // Nothing happens before Start().
+  NriAgent(loop::EventLoop& loop, NriEnv env, NriAgentOptions options, MetricsRegistry* metrics);
   ~NriAgent() override;
   NriAgent(const NriAgent&) = delete;
   NriAgent& operator=(const NriAgent&) = delete;
@@ -112,10 +114,10 @@ class NriAgent : public nri::PluginHandler {
   // Posts policy_.RecordMoves() to run once the current reply is on the wire.
   void RecordMovesAfterReply(const std::string& op);
   void UpdateGauges();
-  void Observe(const char* method, const Status& status,
-               std::chrono::steady_clock::time_point start);
+  void Observe(const char* method, const Status& status, Clock::TimePoint start);
 
   loop::EventLoop& loop_;
+  const NriEnv env_;
   NriAgentOptions options_;
   policy::PinningPolicy policy_;
   std::unique_ptr<shm::Segment> segment_;
@@ -124,14 +126,14 @@ class NriAgent : public nri::PluginHandler {
   std::atomic<bool> change_posted_{false};
   bool moves_posted_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  std::chrono::steady_clock::time_point started_;
+  Clock::TimePoint started_;
   bool connected_once_ = false;
   bool wait_logged_ = false;
   std::string last_attach_error_;
   loop::EventLoop::TimerId attach_timer_ = 0;
   loop::EventLoop::TimerId heartbeat_timer_ = 0;
   loop::EventLoop::TimerId pool_timer_ = 0;
-  std::chrono::steady_clock::time_point first_change_;
+  Clock::TimePoint first_change_;
   bool update_in_flight_ = false;
   bool rerun_after_update_ = false;
   int update_batches_ = 0;
@@ -141,7 +143,6 @@ class NriAgent : public nri::PluginHandler {
   bool shut_down_ = false;
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> last_tick_ns_{0};
-  std::mt19937 rng_;
 
   Metric* requests_ = nullptr;
   Metric* latency_ = nullptr;

@@ -13,7 +13,7 @@ namespace {
 constexpr uint64_t kWakeToken = 0;
 }  // namespace
 
-Result<std::unique_ptr<EventLoop>> EventLoop::Create() {
+Result<std::unique_ptr<EventLoop>> EventLoop::Create(const Clock& clock) {
   UniqueFd epoll_fd(::epoll_create1(EPOLL_CLOEXEC));
   if (!epoll_fd) return ErrnoStatus("epoll_create1", errno);
   UniqueFd wake_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -24,11 +24,11 @@ Result<std::unique_ptr<EventLoop>> EventLoop::Create() {
   if (::epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, wake_fd.get(), &ev) != 0) {
     return ErrnoStatus("epoll_ctl(ADD eventfd)", errno);
   }
-  return std::unique_ptr<EventLoop>(new EventLoop(std::move(epoll_fd), std::move(wake_fd)));
+  return std::unique_ptr<EventLoop>(new EventLoop(clock, std::move(epoll_fd), std::move(wake_fd)));
 }
 
-EventLoop::EventLoop(UniqueFd epoll_fd, UniqueFd wake_fd)
-    : epoll_fd_(std::move(epoll_fd)), wake_fd_(std::move(wake_fd)) {}
+EventLoop::EventLoop(const Clock& clock, UniqueFd epoll_fd, UniqueFd wake_fd)
+    : clock_(clock), epoll_fd_(std::move(epoll_fd)), wake_fd_(std::move(wake_fd)) {}
 
 EventLoop::~EventLoop() = default;
 
@@ -67,7 +67,7 @@ void EventLoop::Unwatch(WatchId id) {
 
 EventLoop::TimerId EventLoop::AddTimer(std::chrono::nanoseconds delay, Task task) {
   const TimerId id = next_timer_id_++;
-  const Clock::time_point when = Clock::now() + delay;
+  const Clock::TimePoint when = clock_.Now() + delay;
   timers_.emplace(std::make_pair(when, id), std::move(task));
   timer_deadlines_.emplace(id, when);
   return id;
@@ -112,7 +112,7 @@ Status EventLoop::RunOnce(std::optional<std::chrono::milliseconds> max_wait) {
     if (!posted_.empty()) timeout_ms = 0;
   }
   if (!timers_.empty() && timeout_ms != 0) {
-    const auto until = timers_.begin()->first.first - Clock::now();
+    const auto until = timers_.begin()->first.first - clock_.Now();
     // Round up so a timer is never polled for just before its deadline.
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until).count();
     const int timer_ms = ms < 0 ? 0 : static_cast<int>(std::min<int64_t>(ms, 1 << 30));
@@ -141,7 +141,7 @@ Status EventLoop::RunOnce(std::optional<std::chrono::milliseconds> max_wait) {
 }
 
 void EventLoop::RunDueTimers() {
-  const Clock::time_point now = Clock::now();
+  const Clock::TimePoint now = clock_.Now();
   // Only timers due now; a timer added by a running timer waits for the next iteration.
   while (!timers_.empty() && timers_.begin()->first.first <= now) {
     auto node = timers_.extract(timers_.begin());

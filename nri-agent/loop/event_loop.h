@@ -5,6 +5,9 @@
 // request and no lock in the transport. See docs/nri-transport.md for why epoll and not Asio or
 // sd-event.
 //
+// Timers run on the injected Clock (common/clock.h): the epoll wait is bounded by the time left
+// on that clock, so with a fake clock a test drives timers with RunOnce(0ms) and Advance().
+//
 // Thread safety: Post() and Stop() may be called from any thread. Everything else must be called
 // on the loop thread (the thread inside Run()/RunOnce()), or before the loop runs.
 // Callbacks may add and remove watches and timers, including their own.
@@ -21,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
 
@@ -28,14 +32,14 @@ namespace dracpu::loop {
 
 class EventLoop {
  public:
-  using Clock = std::chrono::steady_clock;
   using IoHandler = std::function<void(uint32_t epoll_events)>;
   using Task = std::function<void()>;
   using WatchId = uint64_t;
   using TimerId = uint64_t;
 
   // Creates the epoll set and the wake-up eventfd; errors come from the kernel (EMFILE, ENOMEM).
-  static Result<std::unique_ptr<EventLoop>> Create();
+  // `clock` (the timers' time) must outlive the loop.
+  static Result<std::unique_ptr<EventLoop>> Create(const Clock& clock);
 
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -69,7 +73,7 @@ class EventLoop {
   size_t timer_count() const { return timers_.size(); }
 
  private:
-  EventLoop(UniqueFd epoll_fd, UniqueFd wake_fd);
+  EventLoop(const Clock& clock, UniqueFd epoll_fd, UniqueFd wake_fd);
   void DrainWakeFd();
   void RunDueTimers();
   void RunPostedTasks();
@@ -79,13 +83,14 @@ class EventLoop {
     std::shared_ptr<IoHandler> handler;  // shared: a handler may Unwatch itself while running
   };
 
+  const Clock& clock_;
   UniqueFd epoll_fd_;
   UniqueFd wake_fd_;
   WatchId next_watch_id_ = 1;  // 0 is the wake-up eventfd
   std::unordered_map<WatchId, Watched> watches_;
   TimerId next_timer_id_ = 1;
-  std::map<std::pair<Clock::time_point, TimerId>, Task> timers_;
-  std::unordered_map<TimerId, Clock::time_point> timer_deadlines_;
+  std::map<std::pair<Clock::TimePoint, TimerId>, Task> timers_;
+  std::unordered_map<TimerId, Clock::TimePoint> timer_deadlines_;
 
   std::mutex posted_mu_;
   std::vector<Task> posted_;     // guarded by posted_mu_

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/fake_clock.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::loop {
@@ -20,7 +22,7 @@ using ::testing::ElementsAre;
 using namespace std::chrono_literals;
 
 std::unique_ptr<EventLoop> MakeLoop() {
-  auto loop = EventLoop::Create();
+  auto loop = EventLoop::Create(dracpu::testing::RealClock());
   EXPECT_THAT(loop, IsOk());
   return std::move(loop).value();
 }
@@ -30,6 +32,30 @@ template <typename Pred>
 void RunUntil(EventLoop& loop, Pred done) {
   for (int i = 0; i < 10000 && !done(); ++i) ASSERT_THAT(loop.RunOnce(100ms), IsOk());
   ASSERT_TRUE(done());
+}
+
+// Timers follow the injected clock: an hour-long timer runs as soon as virtual time reaches it,
+// and never before, without the loop waiting on real time.
+TEST(EventLoop, TimersRunOnTheInjectedClock) {
+  dracpu::testing::FakeClock clock;
+  auto created = EventLoop::Create(clock);
+  ASSERT_THAT(created, IsOk());
+  EventLoop& loop = **created;
+  std::vector<int> ran;
+  loop.AddTimer(1h, [&] { ran.push_back(1); });
+  loop.AddTimer(2h, [&] { ran.push_back(2); });
+  ASSERT_THAT(loop.RunOnce(0ms), IsOk());
+  EXPECT_TRUE(ran.empty());
+  clock.Advance(1h);
+  ASSERT_THAT(loop.RunOnce(0ms), IsOk());
+  EXPECT_THAT(ran, ElementsAre(1));
+  clock.Advance(59min);
+  ASSERT_THAT(loop.RunOnce(0ms), IsOk());
+  EXPECT_THAT(ran, ElementsAre(1));
+  clock.Advance(1min);
+  ASSERT_THAT(loop.RunOnce(0ms), IsOk());
+  EXPECT_THAT(ran, ElementsAre(1, 2));
+  EXPECT_EQ(loop.timer_count(), 0u);
 }
 
 TEST(EventLoop, TimersRunInDeadlineOrderAndCancelledOnesNever) {

@@ -18,6 +18,7 @@
 #include "nri-agent/mux/ttrpc_peer.h"
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::mux {
@@ -114,7 +115,7 @@ TEST(Garbage, DecodersNeverCrashAndOnlyFailWithDataLoss) {
 
 TEST(Garbage, LivePeerClosesCleanlyOrKeepsServing) {
   std::mt19937 rng(7);
-  auto loop = std::move(loop::EventLoop::Create()).value();
+  auto loop = std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
   int closed_count = 0;
   for (int round = 0; round < 200; ++round) {
     int sv[2];

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::mux {
@@ -33,7 +34,8 @@ std::pair<UniqueFd, UniqueFd> SocketPair() {
 
 class MultiplexerTest : public ::testing::Test {
  protected:
-  MultiplexerTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  MultiplexerTest()
+      : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     auto [a, b] = SocketPair();
     raw_ = std::move(b);
     auto mux = Multiplexer::Create(*loop_, std::move(a),

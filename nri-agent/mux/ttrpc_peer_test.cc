@@ -16,6 +16,7 @@
 
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::mux {
@@ -36,7 +37,8 @@ std::pair<UniqueFd, UniqueFd> SocketPair() {
 
 class TtrpcPeerTest : public ::testing::Test {
  protected:
-  TtrpcPeerTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  TtrpcPeerTest()
+      : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     auto [a, b] = SocketPair();
     auto plugin =
         TtrpcPeer::ForPlugin(*loop_, std::move(a), [this](const Status& s) { plugin_closed_ = s; });

@@ -14,6 +14,7 @@
 
 #include "nri-agent/mux/ttrpc_peer.h"
 #include "nri-agent/nri/convert.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::nri {
@@ -75,7 +76,7 @@ class FakeHandler : public PluginHandler {
 
 class PluginTest : public ::testing::Test {
  protected:
-  PluginTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  PluginTest() : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     int sv[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     plugin_fd_ = UniqueFd(sv[0]);

@@ -16,6 +16,7 @@
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"
 #include "nri-agent/ttrpc/server.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::ttrpc {
@@ -192,7 +193,7 @@ TEST(Server, ResponderAfterCloseOrDestructionDoesNothing) {
 // A client and a server joined by two queues the test pumps.
 class ClientTest : public ::testing::Test {
  protected:
-  ClientTest() : loop_(std::move(loop::EventLoop::Create()).value()) {}
+  ClientTest() : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {}
 
   // Delivers everything queued, both ways, until quiet.
   void Pump() {

@@ -34,6 +34,7 @@
 #include "shm-schema/segment.h"
 #include "tests/bench/kubelet_like_container.h"
 #include "tests/bench/ttrpc_echo_baseline.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/temp_dir.h"
 
 namespace dracpu {
@@ -132,7 +133,8 @@ nri::Pod RealisticPod(int i) {
 
 // The runtime's side of a registered plugin whose handler is the policy.
 struct Harness {
-  std::unique_ptr<loop::EventLoop> loop = std::move(loop::EventLoop::Create()).value();
+  std::unique_ptr<loop::EventLoop> loop =
+      std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
   Node node;
   // As the nri-agent configures it: a reply's moved shared containers recorded after the reply.
   policy::PinningPolicy policy{node.nri.get(), AgentPolicyOptions()};

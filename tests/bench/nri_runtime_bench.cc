@@ -34,6 +34,7 @@
 #include "shm-schema/segment.h"
 #include "tests/bench/kubelet_like_container.h"
 #include "tests/sim/runtime/runtime_sim.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/temp_dir.h"
 
 namespace dracpu {
@@ -81,7 +82,8 @@ nri::Pod PodOf(int i) {
 struct Node {
   testing::TempDir dir{"dracpu-nrirt", testing::TempDir::Base::kTmpfs};
   std::unique_ptr<shm::Segment> dra;
-  std::unique_ptr<loop::EventLoop> loop = std::move(loop::EventLoop::Create()).value();
+  std::unique_ptr<loop::EventLoop> loop =
+      std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
   std::unique_ptr<sim::RuntimeSimulator> runtime;
   pid_t agent = -1;
 
@@ -216,7 +218,7 @@ struct EchoPeer {
     child = ::fork();
     if (child == 0) {
       ::close(sv[1]);
-      auto l = std::move(loop::EventLoop::Create()).value();
+      auto l = std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
       auto p = mux::TtrpcPeer::ForPlugin(*l, UniqueFd(sv[0]), [&l](const Status&) { l->Stop(); });
       if (!p.ok()) std::_Exit(1);
       const std::string answer(reply_bytes, 'r');

@@ -31,6 +31,7 @@
 #include "shm-schema/shm_test_util.h"
 #include "tests/bench/ttrpc_echo_baseline.h"
 #include "tests/sim/runtime/runtime_sim.h"
+#include "tests/testing/real_clock.h"
 
 namespace dracpu {
 namespace {
@@ -59,7 +60,7 @@ std::string ClaimEnv(int i) {
 class Node {
  public:
   Node(int shared, const std::string& nri_version) {
-    loop_ = std::move(loop::EventLoop::Create()).value();
+    loop_ = std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
     shm::OpenOptions o = shm::testing::TestOptions(shm::Role::kDraAgent, 64, 2048);
     auto d = shm::Segment::Open(dir_.File("state.shm"), o);
     Check(d.status(), "segment");
@@ -88,7 +89,8 @@ class Node {
       RETURN_IF_ERROR(sim_->Adopt(UniqueFd(sv[1])));
       return UniqueFd(sv[0]);
     };
-    agent_ = std::make_unique<agent::NriAgent>(*loop_, std::move(a), nullptr);
+    agent_ = std::make_unique<agent::NriAgent>(
+        *loop_, agent::NriEnv{testing::RealClock(), testing::RealRandom()}, std::move(a), nullptr);
     agent_->Start();
     RunUntil([&] {
       return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kReady && agent_->ready();

@@ -109,7 +109,7 @@ struct Fixture {
           ASSIGN_OR_RETURN(kube::JsonObject o, c->Get(kube::ResourceClaimPath(ns, name)));
           return o.ToString();
         },
-        po, nullptr);
+        po, nullptr, clock);
     dra::KubeletPluginServerOptions ko;
     ko.paths = dra::MakePluginPaths(dir + "/k").value();
     server = dra::KubeletPluginServer::Start(ko, *preparer, nullptr).value();

@@ -25,6 +25,7 @@
 #include "nri-agent/nri/plugin.h"
 #include "tests/bench/kubelet_like_container.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/real_clock.h"
 
 namespace dracpu {
 namespace {
@@ -73,7 +74,7 @@ double SocketpairRoundTripNs(size_t size) {
 
 void BM_TtrpcEchoOverMux(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
-  auto loop = std::move(loop::EventLoop::Create()).value();
+  auto loop = std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) std::abort();
   auto plugin = mux::TtrpcPeer::ForPlugin(*loop, UniqueFd(sv[0]), nullptr);
@@ -172,7 +173,7 @@ double EchoBaselineNs(loop::EventLoop& loop) {
 
 // The runtime's side (a bare TtrpcPeer) calling `method` on a registered, configured Plugin.
 void RunNriCall(benchmark::State& state, const char* method, const std::string& request) {
-  auto loop = std::move(loop::EventLoop::Create()).value();
+  auto loop = std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value();
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) std::abort();
   auto runtime = mux::TtrpcPeer::ForRuntime(*loop, UniqueFd(sv[1]), nullptr);

@@ -25,6 +25,7 @@
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/policy/policy_test_util.h"
 #include "tests/sim/runtime/runtime_sim.h"
+#include "tests/testing/real_clock.h"
 
 namespace dracpu {
 namespace {
@@ -44,7 +45,7 @@ CpuSet Cpus(const std::string& list) { return *CpuSet::ParseList(list); }
 class NriAgentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto l = loop::EventLoop::Create();
+    auto l = loop::EventLoop::Create(dracpu::testing::RealClock());
     ASSERT_TRUE(l.ok());
     loop_ = std::move(*l);
   }
@@ -81,7 +82,9 @@ class NriAgentTest : public ::testing::Test {
   }
 
   void StartAgent(agent::NriAgentOptions o) {
-    agent_ = std::make_unique<agent::NriAgent>(*loop_, std::move(o), &metrics_);
+    agent_ = std::make_unique<agent::NriAgent>(
+        *loop_, agent::NriEnv{testing::RealClock(), testing::RealRandom()}, std::move(o),
+        &metrics_);
     agent_->Start();
   }
 

@@ -195,11 +195,11 @@ void ControlSession::Finish() {
   Flush();
 }
 
-void ControlSession::WaitPlugin(uint64_t slot, loop::EventLoop::Clock::time_point deadline) {
+void ControlSession::WaitPlugin(uint64_t slot, std::chrono::steady_clock::time_point deadline) {
   if (sim_.plugin_state() == RuntimeSimulator::PluginState::kReady) {
     return Complete(slot, OkReply());
   }
-  if (loop::EventLoop::Clock::now() >= deadline) {
+  if (std::chrono::steady_clock::now() >= deadline) {
     std::string why = "wait_plugin: no plugin ready (state " +
                       std::string(PluginStateName(sim_.plugin_state())) + ")";
     if (!sim_.last_drop().ok()) why += "; last drop: " + sim_.last_drop().ToString();
@@ -239,7 +239,8 @@ void ControlSession::OnLine(std::string_view raw) {
       }
       timeout_ms = it->value.GetInt64();
     }
-    return WaitPlugin(slot, loop::EventLoop::Clock::now() + std::chrono::milliseconds(timeout_ms));
+    return WaitPlugin(slot,
+                      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms));
   }
   if (op == "create") {
     Result<nri::Pod> pod = ParsePod(cmd);

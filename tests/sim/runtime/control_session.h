@@ -73,7 +73,7 @@ class ControlSession {
   uint64_t Reserve();
   void Complete(uint64_t slot, std::string text, bool quit = false);
   void Flush();
-  void WaitPlugin(uint64_t slot, loop::EventLoop::Clock::time_point deadline);
+  void WaitPlugin(uint64_t slot, std::chrono::steady_clock::time_point deadline);
   // A completion callback for the simulator that answers `slot` (guarded against our destruction).
   RuntimeSimulator::Done Answer(uint64_t slot);
 

@@ -14,6 +14,7 @@
 
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
@@ -46,7 +47,8 @@ class PinningHandler : public testing::QuietPluginHandler {
 
 class ControlSessionTest : public ::testing::Test {
  protected:
-  ControlSessionTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  ControlSessionTest()
+      : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     char dir[] = "/tmp/dracpu-cs-XXXXXX";
     EXPECT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;

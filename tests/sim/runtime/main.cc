@@ -32,6 +32,7 @@
 #include "tests/sim/runtime/control_session.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/sim/runtime/scenario.h"
+#include "tests/testing/real_clock.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ int RunControl(const std::string& socket, dracpu::sim::RuntimeOptions options) {
   sigaddset(&mask, SIGINT);
   ::sigprocmask(SIG_BLOCK, &mask, nullptr);
   dracpu::UniqueFd sig_fd(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-  auto loop = dracpu::loop::EventLoop::Create();
+  auto loop = dracpu::loop::EventLoop::Create(dracpu::testing::RealClock());
   if (!sig_fd || !loop.ok()) {
     std::cerr << "start-up failed: "
               << (loop.ok() ? "signalfd: " + std::string(strerror(errno))
@@ -156,7 +157,7 @@ int main(int argc, char** argv) {
     std::cerr << scenario_path << ": " << scenario.status().ToString() << "\n";
     return 2;
   }
-  auto loop = dracpu::loop::EventLoop::Create();
+  auto loop = dracpu::loop::EventLoop::Create(dracpu::testing::RealClock());
   if (!loop.ok()) {
     std::cerr << loop.status().ToString() << "\n";
     return 2;

@@ -12,6 +12,7 @@
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
@@ -41,7 +42,8 @@ class CountingHandler : public testing::QuietPluginHandler {
 
 class ReconnectTest : public ::testing::Test {
  protected:
-  ReconnectTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  ReconnectTest()
+      : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     char dir[] = "/tmp/dracpu-rc-XXXXXX";
     EXPECT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;

@@ -22,6 +22,7 @@
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
@@ -76,7 +77,8 @@ class PinHandler : public testing::QuietPluginHandler {
 
 class RuntimeSimTest : public ::testing::Test {
  protected:
-  RuntimeSimTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  RuntimeSimTest()
+      : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     char dir[] = "/tmp/dracpu-sim-XXXXXX";
     EXPECT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;

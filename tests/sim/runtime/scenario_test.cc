@@ -11,6 +11,7 @@
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "tests/testing/quiet_plugin_handler.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::sim {
@@ -99,7 +100,8 @@ TEST(Scenario, RejectsMistakesTable) {
 
 class ScenarioRunTest : public ::testing::Test {
  protected:
-  ScenarioRunTest() : loop_(std::move(loop::EventLoop::Create()).value()) {
+  ScenarioRunTest()
+      : loop_(std::move(loop::EventLoop::Create(dracpu::testing::RealClock())).value()) {
     char dir[] = "/tmp/dracpu-sc-XXXXXX";
     EXPECT_NE(::mkdtemp(dir), nullptr);
     dir_ = dir;
