@@ -1,5 +1,6 @@
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,9 @@
 
 namespace dracpu {
 namespace {
+
+// Concurrent fsyncs of one batch (WriteFilesAtomically); a Prepare of 32 claims syncs at once.
+constexpr size_t kMaxConcurrentSyncs = 32;
 
 // Root-relative form of `path` ("." for the root itself), or INVALID_ARGUMENT for "..".
 Result<std::string> Relative(std::string_view path) {
@@ -162,11 +166,6 @@ class PosixFileSystem final : public FileSystem {
   }
 
   std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files) override {
-    struct Temp {
-      std::string rel;
-      std::string tmp;
-      UniqueFd fd;
-    };
     std::vector<Status> out(files.size());
     std::vector<Temp> temps(files.size());
     // 1. Every temp file written, and its writeback started without waiting for it.
@@ -181,15 +180,13 @@ class PosixFileSystem final : public FileSystem {
       out[i] = WriteTemp(temps[i].tmp, files[i].content, files[i].mode, &temps[i].fd);
       if (out[i].ok()) ::sync_file_range(temps[i].fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
     }
-    // 2. Each made durable: the data is already on its way, and the first fsync's journal
-    // commit usually covers the other files' metadata, so the rest cost little.
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (!out[i].ok()) continue;
-      if (::fsync(temps[i].fd.get()) != 0) {
-        out[i] = ErrnoStatus("fsync " + HostPath(temps[i].tmp), errno);
-      }
-      temps[i].fd.Reset();
-    }
+    // 2. Every temp file durable before any rename, all fsyncs at once: ext4 (and most
+    // journalling filesystems) serve concurrent fsyncs with one journal commit and the block
+    // layer merges their cache flushes, where fsyncs one after another pay a flush each (ext4
+    // flushes again for every file whose transaction is already committed: 8 files cost 8).
+    // Unlike syncfs, nothing else dirty on the filesystem is written back on our time.
+    SyncConcurrently(temps, out);
+    for (Temp& t : temps) t.fd.Reset();
     // 3. Renamed into place; 4. each directory synced once.
     std::vector<std::string> dirs;
     for (size_t i = 0; i < files.size(); ++i) {
@@ -245,6 +242,56 @@ class PosixFileSystem final : public FileSystem {
   }
 
  private:
+  struct Temp {
+    std::string rel;
+    std::string tmp;
+    UniqueFd fd;
+  };
+
+  // fsync of every temp file whose `out` is OK, each on a thread of its own (up to
+  // kMaxConcurrentSyncs, then in turns); a failed fsync fails that file only. Where a thread
+  // cannot be made, the caller's thread does that share.
+  void SyncConcurrently(std::vector<Temp>& temps, std::vector<Status>& out) const {
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < temps.size(); ++i) {
+      if (out[i].ok()) pending.push_back(i);
+    }
+    // Each share is every n-th pending file; each file's Status is written by one thread only.
+    struct Share {
+      const PosixFileSystem* fs;
+      std::vector<Temp>* temps;
+      std::vector<Status>* out;
+      const std::vector<size_t>* pending;
+      size_t first, stride;
+    };
+    auto sync_share = [](void* arg) -> void* {
+      const Share& sh = *static_cast<Share*>(arg);
+      for (size_t k = sh.first; k < sh.pending->size(); k += sh.stride) {
+        const size_t i = (*sh.pending)[k];
+        if (::fsync((*sh.temps)[i].fd.get()) != 0) {
+          (*sh.out)[i] = ErrnoStatus("fsync " + sh.fs->HostPath((*sh.temps)[i].tmp), errno);
+        }
+      }
+      return nullptr;
+    };
+    const size_t n = std::max<size_t>(1, std::min(pending.size(), kMaxConcurrentSyncs));
+    std::vector<Share> shares;
+    for (size_t k = 0; k < n; ++k) shares.push_back({this, &temps, &out, &pending, k, n});
+    std::vector<pthread_t> threads(n);
+    std::vector<bool> started(n, false);
+    for (size_t k = 1; k < n; ++k) {
+      started[k] = ::pthread_create(&threads[k], nullptr, sync_share, &shares[k]) == 0;
+    }
+    sync_share(&shares[0]);
+    for (size_t k = 1; k < n; ++k) {
+      if (started[k]) {
+        ::pthread_join(threads[k], nullptr);
+      } else {
+        sync_share(&shares[k]);
+      }
+    }
+  }
+
   // Unique per process and call, so concurrent writers never share a temp file; the name does
   // not end in .json/.yaml, so CDI watchers ignore it until the rename.
   static std::string TempNameFor(const std::string& rel) {
