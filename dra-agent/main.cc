@@ -18,14 +18,17 @@
 
 #include "common/file_system.h"
 #include "common/flag_parser.h"
+#include "common/sysfs_overlay.h"
 #include "common/unique_fd.h"
 #include "dra-agent/agent/agent_config.h"
 #include "dra-agent/agent/dra_agent.h"
+#include "dra-agent/agent/dra_env.h"
 #include "dra-agent/allocator/allocate_command.h"
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/resources.h"
+#include "dra-agent/kubelet/kubelet_plugin_server.h"
 #include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
@@ -119,6 +122,18 @@ dracpu::Result<std::unique_ptr<dracpu::kube::KubeClient>> MakeClient(
   return dracpu::kube::KubeClient::Create(*cluster, std::move(http).value(), fs, clock, random);
 }
 
+// The node's CPUs as the agent reads them: --sysfs-root, with the sysfsOverlay over it.
+dracpu::Result<std::unique_ptr<dracpu::FileSystem>> SysfsOf(const dracpu::dra::AgentConfig& config,
+                                                            const dracpu::FileSystem& host) {
+  auto sysfs = dracpu::NewPosixFileSystem(config.sysfs_root);
+  if (!sysfs.ok()) return sysfs.status();
+  if (!config.driver.sysfs_overlay.empty()) {
+    LOG(INFO) << "sysfs overlay " << config.driver.sysfs_overlay << " is read over "
+              << config.sysfs_root;
+  }
+  return dracpu::WithSysfsOverlay(std::move(sysfs).value(), host, config.driver.sysfs_overlay);
+}
+
 int RunAgent(const std::vector<std::string>& args) {
   dracpu::FlagParser parser;
   dracpu::dra::AgentFlags flags;
@@ -175,16 +190,34 @@ int RunAgent(const std::vector<std::string>& args) {
     return 1;
   }
 
+  // Every real implementation the agent uses is built here and handed down (DraEnv).
   auto fs = dracpu::NewPosixFileSystem("/");
   if (!fs.ok()) LOG(FATAL) << fs.status().ToString();
-  dracpu::SystemClock clock;
-  dracpu::DefaultRandom random;
-  auto client = MakeClient(*config, **fs, clock, random);
-  if (!client.ok()) {
-    LOG(ERROR) << "Kubernetes API: " << client.status().ToString();
+  auto sysfs = SysfsOf(*config, **fs);
+  if (!sysfs.ok()) {
+    LOG(ERROR) << "cannot start: " << sysfs.status().ToString();
     return 1;
   }
-  auto agent = dracpu::dra::DraAgent::Start(*config, DRACPU_VERSION, std::move(client).value());
+  dracpu::SystemClock clock;
+  dracpu::DefaultRandom random;
+  bool client_failed = false;
+  dracpu::dra::DraEnv seams{
+      .host = **fs,
+      .sysfs = **sysfs,
+      .clock = clock,
+      .random = random,
+      .kube_client = [&]() -> dracpu::Result<std::unique_ptr<dracpu::kube::KubeClient>> {
+        auto client = MakeClient(*config, **fs, clock, random);
+        client_failed = !client.ok();
+        return client;
+      },
+      .kubelet_server = dracpu::dra::KubeletPluginServer::Start,
+  };
+  auto agent = dracpu::dra::DraAgent::Start(*config, DRACPU_VERSION, std::move(seams));
+  if (!agent.ok() && client_failed) {
+    LOG(ERROR) << "Kubernetes API: " << agent.status().ToString();
+    return 1;
+  }
   if (!agent.ok()) {
     LOG(ERROR) << "cannot start: " << agent.status().ToString();
     return 1;

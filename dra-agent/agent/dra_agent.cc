@@ -15,7 +15,6 @@
 #include <thread>
 
 #include "common/sysfs_attribute.h"
-#include "common/sysfs_overlay.h"
 #include "common/topology_discovery.h"
 #include "common/unique_fd.h"
 #include "dra-agent/agent/kubelet_cpu_manager.h"
@@ -67,12 +66,16 @@ Status MakeParentDirectory(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<DraAgent>> DraAgent::Start(const AgentConfig& config,
-                                                  const std::string& version,
-                                                  std::unique_ptr<kube::KubeClient> client) {
-  if (client == nullptr) return InvalidArgumentError("the dra-agent needs a Kubernetes API client");
-  std::unique_ptr<DraAgent> agent(new DraAgent());
+                                                  const std::string& version, DraEnv env) {
+  if (!env.kube_client || !env.kubelet_server) {
+    return InvalidArgumentError("the dra-agent needs a Kubernetes API client and a kubelet server");
+  }
+  std::unique_ptr<DraAgent> agent(new DraAgent(std::move(env)));
   agent->config_ = config;
-  agent->client_ = std::move(client);
+  ASSIGN_OR_RETURN(agent->client_, agent->env_.kube_client());
+  if (agent->client_ == nullptr) {
+    return InvalidArgumentError("the dra-agent needs a Kubernetes API client");
+  }
   RETURN_IF_ERROR(agent->StartParts(config, version));
   return agent;
 }
@@ -87,16 +90,8 @@ Status DraAgent::PublishOnlineCpus(const CpuSet& online) {
 }
 
 Status DraAgent::StartParts(const AgentConfig& config, const std::string& version) {
-  // 1. The node's CPUs (through the sysfs overlay when one is configured).
-  ASSIGN_OR_RETURN(host_fs_, NewPosixFileSystem("/"));
-  ASSIGN_OR_RETURN(sysfs_, NewPosixFileSystem(config.sysfs_root));
-  ASSIGN_OR_RETURN(sysfs_,
-                   WithSysfsOverlay(std::move(sysfs_), *host_fs_, config.driver.sysfs_overlay));
-  if (!config.driver.sysfs_overlay.empty()) {
-    LOG(INFO) << "sysfs overlay " << config.driver.sysfs_overlay << " is read over "
-              << config.sysfs_root;
-  }
-  ASSIGN_OR_RETURN(topology_, DiscoverTopology(*sysfs_));
+  // 1. The node's CPUs (env_.sysfs: through the sysfs overlay when one is configured).
+  ASSIGN_OR_RETURN(topology_, DiscoverTopology(env_.sysfs));
   for (const std::string& w : topology_.warnings) LOG(WARNING) << "topology: " << w;
   LOG(INFO) << "topology: online " << topology_.online.ToListString() << ", "
             << topology_.packages.size() << " package(s), " << topology_.numa_nodes.size()
@@ -121,7 +116,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   // The kubelet's static CPU Manager undoes our pinning: said at start, in /readyz and health.
   {
     const Result<KubeletCpuManagerState> state =
-        ReadKubeletCpuManagerState(*host_fs_, config.kubelet_root_dir);
+        ReadKubeletCpuManagerState(env_.host, config.kubelet_root_dir);
     if (const std::string conflict = KubeletCpuManagerConflict(state); !conflict.empty()) {
       LOG(ERROR) << "conflict: " << conflict;
     } else if (!state.ok() && state.status().code() != StatusCode::kNotFound) {
@@ -162,11 +157,11 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
 
   // 3. CDI, and what survived a crash.
   dra_metrics_ = std::make_unique<DraMetrics>(metrics_);
-  process_metrics_ = std::make_unique<ProcessMetrics>(metrics_, *host_fs_);
-  cdi_ = std::make_unique<CdiStore>(*host_fs_, config.cdi_root);
+  process_metrics_ = std::make_unique<ProcessMetrics>(metrics_, env_.host);
+  cdi_ = std::make_unique<CdiStore>(env_.host, config.cdi_root);
   RETURN_IF_ERROR(cdi_->EnsureDirectory());
   ASSIGN_OR_RETURN(const PluginPaths paths, MakePluginPaths(config.kubelet_root_dir));
-  metadata_ = std::make_unique<DeviceMetadataWriter>(*host_fs_, paths.plugin_dir, config.cdi_root);
+  metadata_ = std::make_unique<DeviceMetadataWriter>(env_.host, paths.plugin_dir, config.cdi_root);
   PreparerOptions po;
   po.pool_name = config.node_name;
   po.policy = config.driver.policy;
@@ -175,7 +170,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   po.metadata = metadata_.get();
   // Read at every placement (one small file), so a CPU unplugged since start-up is never granted,
   // even before the topology watcher's next poll. Old kernels without the file: the start-up set.
-  po.online_cpus = [fs = sysfs_.get(), startup = topology_.online]() -> Result<CpuSet> {
+  po.online_cpus = [fs = &env_.sysfs, startup = topology_.online]() -> Result<CpuSet> {
     constexpr char kOnline[] = "sys/devices/system/cpu/online";
     if (!fs->Exists(kOnline)) return startup;
     return ReadSysfsCpuList(*fs, kOnline);
@@ -188,7 +183,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         ASSIGN_OR_RETURN(kube::JsonObject claim, client->Get(kube::ResourceClaimPath(ns, name)));
         return claim.ToString();
       },
-      po, dra_metrics_.get(), clock_);
+      po, dra_metrics_.get(), env_.clock);
   auto cpus_of = [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {
     auto claim = seg->FindClaim(uid);
     if (!claim.ok() || !claim->has_value()) return std::nullopt;
@@ -201,7 +196,8 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         *preparer_, *status_writer_, topology_, catalog_, cpus_of);
     inner = reporting_preparer_.get();
   }
-  logged_preparer_ = std::make_unique<LoggingClaimPreparer>(*inner, cpus_of, clock_, random_);
+  logged_preparer_ =
+      std::make_unique<LoggingClaimPreparer>(*inner, cpus_of, env_.clock, env_.random);
   ASSIGN_OR_RETURN(std::vector<std::string> repaired, preparer_->Reconcile());
   for (const std::string& line : repaired) LOG(WARNING) << "reconcile: " << line;
 
@@ -237,15 +233,15 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         break;
     }
   };
-  ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, clock_, random_, spo));
+  ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, env_.clock, env_.random, spo));
   publisher_->SetDesired(catalog_);
   publisher_for_http_.store(publisher_.get(), std::memory_order_release);
   publisher_thread_ = std::jthread([this](std::stop_token stop) {
     pthread_setname_np(pthread_self(), "slice-publisher");
     publisher_->Run(stop);
   });
-  watcher_ =
-      std::make_unique<TopologyWatcher>(*sysfs_, clock_, topology_, [this](const CpuTopology& t) {
+  watcher_ = std::make_unique<TopologyWatcher>(
+      env_.sysfs, env_.clock, topology_, [this](const CpuTopology& t) {
         LOG(WARNING) << "CPUs online changed to " << t.online.ToListString()
                      << "; republishing ResourceSlices";
         // The nri-agent's shared pool follows `online` in shared memory (ComputeSharedPool).
@@ -265,27 +261,24 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   // Polled by Run() on the heartbeat thread, every TopologyWatcherOptions::interval.
 
   // 5. The kubelet.
-  health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, *sysfs_, *segment_,
+  health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, env_.sysfs, *segment_,
                                                   kNriSilenceLimit, BoottimeNow,
                                                   [this] { return KubeletCpuManagerProblem(); });
   health_for_metrics_.store(health_.get(), std::memory_order_release);
-  streamer_ = std::make_unique<HealthStreamer>(*health_, HealthStreamOptions{});
-  health_v1alpha1_ = std::make_unique<HealthV1alpha1Service>(*streamer_);
-  health_v1_ = std::make_unique<HealthV1Service>(*streamer_);
+  streamer_ = std::make_unique<HealthStreamer>(*health_, HealthStreamOptions{}, env_.clock);
   KubeletPluginServerOptions ko;
   ko.paths = paths;
   ko.supported_versions = {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
                            "v1alpha1.DRAResourceHealth"};
-  ko.extra_services = {health_v1alpha1_.get(), health_v1_.get()};
-  ASSIGN_OR_RETURN(kubelet_, KubeletPluginServer::Start(
-                                 ko, *logged_preparer_, [](bool ok, const std::string& error) {
-                                   if (ok) {
-                                     LOG(INFO) << "registered with the kubelet";
-                                   } else {
-                                     LOG(ERROR)
-                                         << "the kubelet refused the registration: " << error;
-                                   }
-                                 }));
+  ko.health = streamer_.get();
+  ASSIGN_OR_RETURN(
+      kubelet_, env_.kubelet_server(ko, *logged_preparer_, [](bool ok, const std::string& error) {
+        if (ok) {
+          LOG(INFO) << "registered with the kubelet";
+        } else {
+          LOG(ERROR) << "the kubelet refused the registration: " << error;
+        }
+      }));
   kubelet_for_http_.store(kubelet_.get(), std::memory_order_release);
   LOG(INFO) << "serving the kubelet on " << paths.dra_socket << " (registration "
             << paths.registration_socket << "), HTTP on port " << http_->port();
@@ -329,7 +322,7 @@ HttpResponse DraAgent::Metrics() {
 }
 
 std::string DraAgent::KubeletCpuManagerProblem() const {
-  return KubeletCpuManagerConflict(ReadKubeletCpuManagerState(*host_fs_, config_.kubelet_root_dir));
+  return KubeletCpuManagerConflict(ReadKubeletCpuManagerState(env_.host, config_.kubelet_root_dir));
 }
 
 SlicePublisherStats DraAgent::PublisherStats() const {

@@ -8,8 +8,10 @@
 //      the sysfs watcher that republishes when CPUs go online or offline;
 //   5. last, the kubelet-facing gRPC servers (DRA v1/v1beta1, health) and the registration
 //      socket: the kubelet can only call Prepare once everything above is ready.
-// Stop() (or destruction) deregisters first, then stops the rest. Thread safety: Start/Stop from
-// one thread; the servers run on their own threads.
+// Stop() (or destruction) deregisters first, then stops the rest. Every real implementation
+// (filesystems, clock, randomness, the API client, the kubelet sockets) comes from the DraEnv
+// main() builds (dra_env.h); the agent constructs none. Thread safety: Start/Stop from one
+// thread; the servers run on their own threads.
 #pragma once
 
 #include <atomic>
@@ -28,13 +30,14 @@
 #include "dra-agent/agent/agent_config.h"
 #include "dra-agent/agent/claim_status_writer.h"
 #include "dra-agent/agent/device_health_monitor.h"
+#include "dra-agent/agent/dra_env.h"
 #include "dra-agent/agent/logging_claim_preparer.h"
 #include "dra-agent/agent/status_reporting_claim_preparer.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/server_features.h"
-#include "dra-agent/kubelet/health_service.h"
+#include "dra-agent/kubelet/health_streamer.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 #include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
@@ -47,10 +50,10 @@ namespace dracpu::dra {
 
 class DraAgent {
  public:
-  // `client` talks to the API server (ResourceClaims; ResourceSlices once the publisher runs).
+  // Makes the API client (env.kube_client: ResourceClaims, ResourceSlices once the publisher
+  // runs) and starts every part on `env`'s seams, which must outlive the agent.
   static Result<std::unique_ptr<DraAgent>> Start(const AgentConfig& config,
-                                                 const std::string& version,
-                                                 std::unique_ptr<kube::KubeClient> client);
+                                                 const std::string& version, DraEnv env);
   ~DraAgent();
   DraAgent(const DraAgent&) = delete;
   DraAgent& operator=(const DraAgent&) = delete;
@@ -77,7 +80,7 @@ class DraAgent {
   kube::ServerFeatures& server_features() { return server_features_; }
 
  private:
-  DraAgent() = default;
+  explicit DraAgent(DraEnv env) : env_(std::move(env)) {}
   Status StartParts(const AgentConfig& config, const std::string& version);
   // Rewrites the segment's topology.online after a CPU hotplug (allocatable stays).
   Status PublishOnlineCpus(const CpuSet& online);
@@ -89,13 +92,10 @@ class DraAgent {
   // kubelet_cpu_manager.h's conflict on this node, or "".
   std::string KubeletCpuManagerProblem() const;
 
+  const DraEnv env_;
   AgentConfig config_;
-  SystemClock clock_;
-  DefaultRandom random_;
-  kube::ServerFeatures server_features_{clock_};
+  kube::ServerFeatures server_features_{env_.clock};
   std::unique_ptr<kube::KubeClient> client_;
-  std::unique_ptr<FileSystem> sysfs_;
-  std::unique_ptr<FileSystem> host_fs_;
   CpuTopology topology_;
   std::unique_ptr<allocator::TopologyIndex> index_;
   DeviceCatalog catalog_;
@@ -120,8 +120,6 @@ class DraAgent {
   std::unique_ptr<LoggingClaimPreparer> logged_preparer_;  // what the kubelet calls
   std::unique_ptr<DeviceHealthMonitor> health_;
   std::unique_ptr<HealthStreamer> streamer_;
-  std::unique_ptr<HealthV1alpha1Service> health_v1alpha1_;
-  std::unique_ptr<HealthV1Service> health_v1_;
   std::unique_ptr<HttpServer> http_;
   CatalogOptions catalog_options_;
   std::unique_ptr<SlicePublisher> publisher_;

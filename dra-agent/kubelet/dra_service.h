@@ -1,6 +1,7 @@
-// gRPC adapters from the kubelet's DRA plugin API (v1 and v1beta1) to ClaimPreparer. They only
-// translate messages; all behaviour lives in the preparer. Safe for concurrent calls (gRPC runs
-// them on its thread pool; the preparer serializes per claim).
+// gRPC adapters from the kubelet's DRA plugin API (v1 and v1beta1) to ClaimPreparer. Private to
+// dra-agent/kubelet/ (it brings the generated code; the agent sees kubelet_plugin_server.h). They
+// only translate messages; all behaviour lives in the preparer. Safe for concurrent calls (gRPC
+// runs them on its thread pool; the preparer serializes per claim).
 #pragma once
 
 #include <string>

@@ -1,12 +1,18 @@
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 
+#include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <optional>
 
 #include "common/thread_sanitizer.h"
+#include "dra-agent/kubelet/dra_service.h"
+#include "dra-agent/kubelet/health_service.h"
+#include "dra-agent/kubelet/registration_service.h"
 #include "dra-agent/kubelet/serial_event_engine.h"
 
 // The dra-agent and the tests that start this server run gRPC (common/thread_sanitizer.h).
@@ -66,42 +72,65 @@ Result<std::unique_ptr<grpc::Server>> Serve(const std::vector<std::string>& sock
   return server;
 }
 
-}  // namespace
+class GrpcKubeletPluginServer final : public KubeletPluginServer {
+ public:
+  GrpcKubeletPluginServer(const KubeletPluginServerOptions& options, ClaimPreparer& preparer,
+                          RegistrationStatusCallback on_status)
+      : options_(options),
+        v1_(preparer),
+        v1beta1_(preparer),
+        registration_(
+            RegistrationInfo{kDriverName, options.paths.dra_socket, options.supported_versions},
+            std::move(on_status)) {
+    if (options.health != nullptr) {
+      health_v1alpha1_.emplace(*options.health);
+      health_v1_.emplace(*options.health);
+    }
+  }
+  ~GrpcKubeletPluginServer() override { Shutdown(); }
 
-KubeletPluginServer::KubeletPluginServer(const KubeletPluginServerOptions& options,
-                                         ClaimPreparer& preparer,
-                                         RegistrationService::StatusCallback on_status)
-    : options_(options),
-      v1_(preparer),
-      v1beta1_(preparer),
-      registration_(
-          RegistrationInfo{kDriverName, options.paths.dra_socket, options.supported_versions},
-          std::move(on_status)) {}
+  Status Serve() {
+    std::vector<grpc::Service*> services = {&v1_, &v1beta1_};
+    if (health_v1alpha1_) services.push_back(&*health_v1alpha1_);
+    if (health_v1_) services.push_back(&*health_v1_);
+    services.push_back(&registration_);
+    ASSIGN_OR_RETURN(
+        server_,
+        dra::Serve({options_.paths.dra_socket, options_.paths.registration_socket}, services));
+    return Status::Ok();
+  }
+
+  void Shutdown() override {
+    if (!server_) return;
+    // The registration socket goes first, so the kubelet's plugin watcher deregisters the plugin
+    // while the DRA service still answers; then unary calls finish and streams (health) end when
+    // cancelled at the deadline.
+    ::unlink(options_.paths.registration_socket.c_str());
+    server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    server_.reset();
+    ::unlink(options_.paths.dra_socket.c_str());
+  }
+  bool registered() const override { return registration_.registered(); }
+  int get_info_calls() const override { return registration_.get_info_calls(); }
+
+ private:
+  const KubeletPluginServerOptions options_;
+  DraV1Service v1_;
+  DraV1beta1Service v1beta1_;
+  std::optional<HealthV1alpha1Service> health_v1alpha1_;
+  std::optional<HealthV1Service> health_v1_;
+  RegistrationService registration_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace
 
 Result<std::unique_ptr<KubeletPluginServer>> KubeletPluginServer::Start(
     const KubeletPluginServerOptions& options, ClaimPreparer& preparer,
-    RegistrationService::StatusCallback on_status) {
-  std::unique_ptr<KubeletPluginServer> s(
-      new KubeletPluginServer(options, preparer, std::move(on_status)));
-  std::vector<grpc::Service*> services = {&s->v1_, &s->v1beta1_};
-  services.insert(services.end(), options.extra_services.begin(), options.extra_services.end());
-  services.push_back(&s->registration_);
-  ASSIGN_OR_RETURN(s->server_,
-                   Serve({options.paths.dra_socket, options.paths.registration_socket}, services));
-  return s;
-}
-
-KubeletPluginServer::~KubeletPluginServer() { Shutdown(); }
-
-void KubeletPluginServer::Shutdown() {
-  if (!server_) return;
-  // The registration socket goes first, so the kubelet's plugin watcher deregisters the plugin
-  // while the DRA service still answers; then unary calls finish and streams (health) end when
-  // cancelled at the deadline.
-  ::unlink(options_.paths.registration_socket.c_str());
-  server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
-  server_.reset();
-  ::unlink(options_.paths.dra_socket.c_str());
+    RegistrationStatusCallback on_status) {
+  auto s = std::make_unique<GrpcKubeletPluginServer>(options, preparer, std::move(on_status));
+  RETURN_IF_ERROR(s->Serve());
+  return std::unique_ptr<KubeletPluginServer>(std::move(s));
 }
 
 }  // namespace dracpu::dra

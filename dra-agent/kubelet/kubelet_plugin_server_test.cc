@@ -1,6 +1,7 @@
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -14,6 +15,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dra-agent/kubelet/dra_service.h"
+#include "pluginregistration.grpc.pb.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 

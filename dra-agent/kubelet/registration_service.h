@@ -1,4 +1,5 @@
-// The kubelet plugin-registration service (pluginregistration.Registration): answers GetInfo for
+// The kubelet plugin-registration service (pluginregistration.Registration), private to
+// dra-agent/kubelet/ (it brings the generated code): answers GetInfo for
 // as long as the agent lives (newer kubelets call it every ~10 s as a liveness probe) and reports
 // NotifyRegistrationStatus to a callback. Thread-safe.
 #pragma once

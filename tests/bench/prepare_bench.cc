@@ -32,6 +32,8 @@
 #include "dra-agent/kube/resources.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
+#include "dra_v1.grpc.pb.h"
+#include "pluginregistration.grpc.pb.h"
 #include "shm-schema/segment.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
 #include "tests/testing/synthetic_topology.h"
@@ -40,6 +42,8 @@ namespace dracpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// The bench is the kubelet's side of the gRPC calls: it speaks the generated client stubs itself.
+namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
 
 std::string ClaimJson(const std::string& uid, const std::string& device, int count) {
   return R"({"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"namespace":"bench","name":"c-)" +
@@ -71,7 +75,7 @@ struct Fixture {
   std::unique_ptr<dra::CdiStore> cdi;
   std::unique_ptr<dra::CpuClaimPreparer> preparer;
   std::unique_ptr<dra::KubeletPluginServer> server;
-  std::unique_ptr<dra::drav1::DRAPlugin::Stub> stub;
+  std::unique_ptr<drav1::DRAPlugin::Stub> stub;
   std::unique_ptr<pluginregistration::Registration::Stub> registration;
   bool ok = false;
 
@@ -113,7 +117,7 @@ struct Fixture {
     dra::KubeletPluginServerOptions ko;
     ko.paths = dra::MakePluginPaths(dir + "/k").value();
     server = dra::KubeletPluginServer::Start(ko, *preparer, nullptr).value();
-    stub = dra::drav1::DRAPlugin::NewStub(
+    stub = drav1::DRAPlugin::NewStub(
         grpc::CreateChannel("unix:" + ko.paths.dra_socket, grpc::InsecureChannelCredentials()));
     registration = pluginregistration::Registration::NewStub(grpc::CreateChannel(
         "unix:" + ko.paths.registration_socket, grpc::InsecureChannelCredentials()));
@@ -178,12 +182,12 @@ void BM_PrepareGroupedClaim(benchmark::State& state) {
     state.PauseTiming();
     const std::string uid = "claim" + std::to_string(i++);
     f.state->PutResourceClaim(ClaimJson(uid, dra::NumaDeviceName(i % 8), 8));
-    dra::drav1::NodePrepareResourcesRequest req;
+    drav1::NodePrepareResourcesRequest req;
     auto* c = req.add_claims();
     c->set_namespace_("bench");
     c->set_name("c-" + uid);
     c->set_uid(uid);
-    dra::drav1::NodePrepareResourcesResponse resp;
+    drav1::NodePrepareResourcesResponse resp;
     grpc::ClientContext ctx;
     state.ResumeTiming();
     const auto t = Clock::now();
@@ -257,7 +261,7 @@ void BM_PrepareClaimsInOneCall(benchmark::State& state) {
   static int serial = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    dra::drav1::NodePrepareResourcesRequest req;
+    drav1::NodePrepareResourcesRequest req;
     std::vector<dra::ClaimRef> refs;
     for (int k = 0; k < n; ++k) {
       const std::string uid = "batch" + std::to_string(serial++);
@@ -268,7 +272,7 @@ void BM_PrepareClaimsInOneCall(benchmark::State& state) {
       c->set_uid(uid);
       refs.push_back({"bench", "c-" + uid, uid});
     }
-    dra::drav1::NodePrepareResourcesResponse resp;
+    drav1::NodePrepareResourcesResponse resp;
     grpc::ClientContext ctx;
     state.ResumeTiming();
     const auto t = Clock::now();

@@ -7,8 +7,9 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "dra-agent/kubelet/health_service.h"
+#include "dra-agent/kubelet/health_streamer.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
+#include "tests/testing/real_clock.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/temp_dir.h"
 
@@ -66,7 +67,7 @@ class KubeletSimulatorTest : public ::testing::Test {
     dra::KubeletPluginServerOptions options;
     options.paths = dra::MakePluginPaths(tmp_.path()).value();
     options.supported_versions = std::move(versions);
-    options.extra_services = {&health_service_};
+    options.health = &streamer_;
     auto server =
         dra::KubeletPluginServer::Start(options, preparer_, [this](bool ok, const std::string& e) {
           std::lock_guard lock(mu_);
@@ -84,9 +85,8 @@ class KubeletSimulatorTest : public ::testing::Test {
   testing::TempDir tmp_{"dracpu-ks"};
   FakePreparer preparer_;
   FakeHealth health_;
-  dra::HealthStreamer streamer_{health_,
-                                {std::chrono::milliseconds(20), std::chrono::seconds(10), 30}};
-  dra::HealthV1alpha1Service health_service_{streamer_};
+  dra::HealthStreamer streamer_{
+      health_, {std::chrono::milliseconds(20), std::chrono::seconds(10), 30}, testing::RealClock()};
   std::unique_ptr<dra::KubeletPluginServer> server_;
   std::mutex mu_;
   std::vector<std::pair<bool, std::string>> notified_;
