@@ -45,6 +45,9 @@ class KubeletPluginServerTest : public ::testing::Test {
     ASSERT_THAT(paths, IsOk());
     options_.paths = *paths;
   }
+  // Set expectations before: gmock reads them unlocked on the server's handler threads, which
+  // then exist only after them, whereas a call made later reaches its handler through gRPC's
+  // hand-offs, which ThreadSanitizer does not see (common/thread_sanitizer.h).
   void StartServer() {
     auto server =
         KubeletPluginServer::Start(options_, preparer_, [this](bool ok, const std::string& e) {
@@ -116,12 +119,12 @@ TEST_F(KubeletPluginServerTest, SocketsAreOwnerOnly) {
 }
 
 TEST_F(KubeletPluginServerTest, PreparesThroughV1WithShareId) {
-  StartServer();
   PreparedDevice device{{"req"}, "node-a", "cpudevnuma000", {"dra.k8s.io/cpu=claim-u1"}, "share-1"};
   EXPECT_CALL(preparer_,
               Prepare(ElementsAre(Field(&ClaimRef::uid, "u1"), Field(&ClaimRef::uid, "u2"))))
       .WillOnce(Return(std::map<std::string, ClaimPrepareResult>{
           {"u1", {{device}, ""}}, {"u2", {{}, "claim u2: no allocation for driver dra.cpu"}}}));
+  StartServer();  // after the expectations: see StartServer
   auto stub = drav1::DRAPlugin::NewStub(Channel(options_.paths.dra_socket));
   drav1::NodePrepareResourcesRequest req;
   for (const char* uid : {"u1", "u2"}) {
@@ -146,9 +149,9 @@ TEST_F(KubeletPluginServerTest, PreparesThroughV1WithShareId) {
 }
 
 TEST_F(KubeletPluginServerTest, UnpreparesThroughV1beta1) {
-  StartServer();
   EXPECT_CALL(preparer_, Unprepare(ElementsAre(Field(&ClaimRef::namespace_name, "ns"))))
       .WillOnce(Return(std::map<std::string, std::string>{{"u1", ""}}));
+  StartServer();  // after the expectations: see StartServer
   auto stub = drav1beta1::DRAPlugin::NewStub(Channel(options_.paths.dra_socket));
   drav1beta1::NodeUnprepareResourcesRequest req;
   auto* c = req.add_claims();
@@ -164,7 +167,6 @@ TEST_F(KubeletPluginServerTest, UnpreparesThroughV1beta1) {
 // The server keeps one idle poller, but calls still run side by side: each Prepare below waits
 // until all of them are inside the preparer at once (the kubelet prepares pods in parallel).
 TEST_F(KubeletPluginServerTest, PreparesRunConcurrently) {
-  StartServer();
   constexpr int kCalls = 4;
   std::mutex mu;
   std::condition_variable cv;
@@ -178,6 +180,7 @@ TEST_F(KubeletPluginServerTest, PreparesRunConcurrently) {
     --inside;
     return std::map<std::string, ClaimPrepareResult>{};
   });
+  StartServer();  // after the expectations: see StartServer
   std::vector<std::thread> kubelets;
   for (int i = 0; i < kCalls; ++i) {
     kubelets.emplace_back([&] {
@@ -190,6 +193,7 @@ TEST_F(KubeletPluginServerTest, PreparesRunConcurrently) {
     });
   }
   for (std::thread& t : kubelets) t.join();
+  std::lock_guard lock(mu);  // written on the handler threads
   EXPECT_EQ(most_inside, kCalls);
 }
 
