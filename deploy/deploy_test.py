@@ -374,7 +374,7 @@ def run_rendered_agent(objs, tmp, env):
 
 
 def published_attributes():
-    with open(os.path.join(ROOT, "dra-agent", "slices", "device_catalog.cc")) as f:
+    with open(os.path.join(ROOT, "dra-agent", "devices", "device_catalog.cc")) as f:
         return set(re.findall(r'"((?:dra\.cpu|dra\.net|resource\.kubernetes\.io)/\w+)"', f.read()))
 
 

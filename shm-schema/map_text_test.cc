@@ -6,7 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "shm-schema/map_test_util.h"
+#include "tests/testing/map_test_util.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/synthetic_topology.h"
 

@@ -8,7 +8,7 @@
 
 #include <functional>
 
-#include "shm-schema/map_test_util.h"
+#include "tests/testing/map_test_util.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/synthetic_topology.h"
 

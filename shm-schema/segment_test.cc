@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "shm-schema/checksum.h"
-#include "shm-schema/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu::shm {

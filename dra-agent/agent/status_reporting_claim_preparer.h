@@ -17,8 +17,8 @@
 #include "common/cpu_set.h"
 #include "common/cpu_topology.h"
 #include "dra-agent/agent/claim_status_writer.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/prepare/claim_preparer.h"
-#include "dra-agent/slices/device_catalog.h"
 
 namespace dracpu::dra {
 

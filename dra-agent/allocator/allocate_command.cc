@@ -23,6 +23,7 @@
 #include "dra-agent/allocator/placement_metrics.h"
 #include "dra-agent/allocator/topology_builder.h"
 #include "dra-agent/allocator/topology_index.h"
+#include "dra-agent/allocator/topology_records_json.h"
 
 namespace dracpu::allocator {
 namespace {
@@ -77,49 +78,8 @@ Result<CpuSet> GetCpuList(const Value& v, const std::string& field) {
   return set;
 }
 
-Result<CoreType> ParseCoreType(const Value& v, const std::string& field) {
-  if (v.IsString()) {
-    const std::string_view s(v.GetString(), v.GetStringLength());
-    if (s == "standard") return CoreType::kStandard;
-    if (s == "performance" || s == "p-core") return CoreType::kPerformance;
-    if (s == "efficiency" || s == "e-core") return CoreType::kEfficiency;
-  }
-  return InvalidArgumentError(field + ": must be one of standard, performance, efficiency");
-}
-
-Result<CpuTopology> ParseRecords(const Value& cpus, const std::string& field) {
-  if (!cpus.IsArray() || cpus.Empty())
-    return InvalidArgumentError(field + ": must be a non-empty array");
-  std::vector<CpuRecord> records;
-  for (rapidjson::SizeType i = 0; i < cpus.Size(); ++i) {
-    const std::string at = field + "[" + std::to_string(i) + "]";
-    const Value& c = cpus[i];
-    if (!c.IsObject()) return InvalidArgumentError(at + ": must be an object");
-    CpuRecord r;
-    struct IntField {
-      const char* name;
-      int* out;
-      bool required;
-    };
-    const IntField fields[] = {{"cpu", &r.cpu, true},
-                               {"core", &r.core, true},
-                               {"socket", &r.socket, true},
-                               {"numa", &r.numa, false},
-                               {"l3", &r.l3, false}};
-    for (const IntField& f : fields) {
-      auto it = c.FindMember(f.name);
-      if (it == c.MemberEnd()) {
-        if (f.required) return InvalidArgumentError(at + "." + f.name + ": missing");
-        continue;
-      }
-      ASSIGN_OR_RETURN(*f.out, GetInt(it->value, at + "." + f.name, f.required ? 0 : -1));
-    }
-    if (auto it = c.FindMember("coreType"); it != c.MemberEnd()) {
-      ASSIGN_OR_RETURN(r.type, ParseCoreType(it->value, at + ".coreType"));
-    }
-    records.push_back(r);
-  }
-  Result<CpuTopology> topo = BuildTopologyFromRecords(records);
+Result<CpuTopology> BuildFromRecords(const CpuRecordsJson& cpus, const std::string& field) {
+  Result<CpuTopology> topo = BuildTopologyFromRecords(cpus.records);
   if (!topo.ok()) return InvalidArgumentError(field + ": " + topo.status().message());
   return topo;
 }
@@ -132,25 +92,9 @@ Result<CpuTopology> ParseTopology(const Value& v,
       return InvalidArgumentError("topology: \"" + name +
                                   "\" is a name; pass --topologies FILE to resolve it");
     }
-    Result<std::string> text = ReadWholeFile(*topologies_file);
-    if (!text.ok()) return InvalidArgumentError("--topologies: " + text.status().message());
-    rapidjson::Document doc;
-    RETURN_IF_ERROR(ParseJson(*text, "--topologies " + *topologies_file, &doc));
-    const Value* list = &doc;
-    if (doc.IsObject() && doc.HasMember("topologies")) list = &doc["topologies"];
-    if (!list->IsArray()) {
-      return InvalidArgumentError("--topologies: expected {\"topologies\": [...]} or an array");
-    }
-    for (const Value& t : list->GetArray()) {
-      if (t.IsObject() && t.HasMember("name") && t["name"].IsString() &&
-          name == t["name"].GetString()) {
-        if (!t.HasMember("cpus"))
-          return InvalidArgumentError("--topologies: " + name + " has no cpus");
-        return ParseRecords(t["cpus"], "topology " + name + ".cpus");
-      }
-    }
-    return InvalidArgumentError("topology: no topology named \"" + name + "\" in " +
-                                *topologies_file);
+    Result<NamedTopologyJson> named = ReadNamedTopology(*topologies_file, name);
+    if (!named.ok()) return InvalidArgumentError("--topologies: " + named.status().message());
+    return BuildFromRecords(named->cpus, "topology " + name + ".cpus");
   }
   if (!v.IsObject()) return InvalidArgumentError("topology: must be an object or a name");
   if (auto it = v.FindMember("sysfsRoot"); it != v.MemberEnd()) {
@@ -168,7 +112,8 @@ Result<CpuTopology> ParseTopology(const Value& v,
   }
   if (!v.HasMember("cpus"))
     return InvalidArgumentError("topology: needs \"cpus\" or \"sysfsRoot\"");
-  return ParseRecords(v["cpus"], "topology.cpus");
+  ASSIGN_OR_RETURN(CpuRecordsJson cpus, ParseCpuRecordsJson(v["cpus"], "topology.cpus"));
+  return BuildFromRecords(cpus, "topology.cpus");
 }
 
 Result<Input> ParseInput(const rapidjson::Document& doc,

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dra-agent/allocator/allocate_command.h"
+#include "dra-agent/allocator/topology_records_json.h"
 #include "tests/testing/shared_data.h"
 
 namespace dracpu::allocator {
@@ -28,7 +29,7 @@ struct Shared {
   bool loaded = false;
   std::string topologies_path;
   rapidjson::Document cases;
-  rapidjson::Document topologies;
+  std::vector<NamedTopologyJson> topologies;
 };
 
 Shared& Data() {
@@ -37,13 +38,13 @@ Shared& Data() {
     const std::optional<std::string> dir = testing::SharedDir();
     if (!dir) return s;
     s->topologies_path = *dir + "/alloc-cases/topologies.json";
-    std::ifstream c(*dir + "/alloc-cases/cases.json"), t(s->topologies_path);
-    if (!c || !t) return s;
+    std::ifstream c(*dir + "/alloc-cases/cases.json");
+    Result<std::vector<NamedTopologyJson>> topologies = ReadTopologyFile(s->topologies_path);
+    if (!c || !topologies.ok()) return s;
     const std::string ct((std::istreambuf_iterator<char>(c)), std::istreambuf_iterator<char>());
-    const std::string tt((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
     s->cases.Parse(ct.c_str());
-    s->topologies.Parse(tt.c_str());
-    s->loaded = !s->cases.HasParseError() && !s->topologies.HasParseError();
+    s->topologies = std::move(*topologies);
+    s->loaded = !s->cases.HasParseError();
     return s;
   }();
   return *shared;
@@ -116,12 +117,9 @@ Metrics Measure(const std::map<int, CpuRec>& topo, const std::set<int>& cpus) {
 
 std::map<int, CpuRec> TopologyRecords(const std::string& name) {
   std::map<int, CpuRec> out;
-  for (const auto& t : Data().topologies["topologies"].GetArray()) {
-    if (name != t["name"].GetString()) continue;
-    for (const auto& c : t["cpus"].GetArray()) {
-      out[c["cpu"].GetInt()] = {c["core"].GetInt(), c["socket"].GetInt(), c["numa"].GetInt(),
-                                c["l3"].GetInt()};
-    }
+  for (const NamedTopologyJson& t : Data().topologies) {
+    if (name != t.name) continue;
+    for (const CpuRecord& c : t.cpus.records) out[c.cpu] = {c.core, c.socket, c.numa, c.l3};
   }
   return out;
 }

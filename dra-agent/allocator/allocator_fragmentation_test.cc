@@ -15,8 +15,8 @@
 
 #include "dra-agent/allocator/allocator.h"
 #include "dra-agent/allocator/placement_metrics.h"
-#include "dra-agent/allocator/testing/synthetic_topology.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/synthetic_topology.h"
 
 namespace dracpu::allocator {
 namespace {
@@ -168,22 +168,22 @@ TEST_P(NeverWorseThanGreedyTest, OnRandomFreeSets) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, NeverWorseThanGreedyTest,
-                         ::testing::Values(testing::SyntheticShape{2, 1, 12, 8, 2},
-                                           testing::SyntheticShape{2, 2, 3, 4, 2},
-                                           testing::SyntheticShape{1, 1, 4, 8, 2},
-                                           testing::SyntheticShape{2, 4, 1, 16, 1},
-                                           testing::SyntheticShape{4, 2, 2, 4, 2}),
+                         ::testing::Values(testing::SyntheticShape{2, 1, 96, 2, 12},
+                                           testing::SyntheticShape{2, 2, 12, 2, 3},
+                                           testing::SyntheticShape{1, 1, 32, 2, 4},
+                                           testing::SyntheticShape{2, 4, 16, 1, 1},
+                                           testing::SyntheticShape{4, 2, 8, 2, 2}),
                          [](const auto& info) {
                            const testing::SyntheticShape& s = info.param;
                            return std::to_string(s.sockets) + "s" +
                                   std::to_string(s.numa_per_socket) + "n" +
                                   std::to_string(s.l3_per_numa) + "l3_" +
-                                  std::to_string(s.cores_per_l3) + "c" + std::to_string(s.threads) +
-                                  "t";
+                                  std::to_string(s.cores_per_numa / s.l3_per_numa) + "c" +
+                                  std::to_string(s.threads_per_core) + "t";
                          });
 
 TEST(AllocatorFragmentationTest, AdmitsAtLeastAsManyFullL3RequestsAsGreedy) {
-  Result<CpuTopology> topo = BuildTopologyFromRecords(testing::SyntheticRecords({2, 1, 12, 8, 2}));
+  Result<CpuTopology> topo = BuildTopologyFromRecords(testing::SyntheticRecords({2, 1, 96, 2, 12}));
   ASSERT_THAT(topo, IsOk());
   ASSERT_EQ(topo->l3_caches.size(), 24u);
   Result<TopologyIndex> index = TopologyIndex::Build(*topo);

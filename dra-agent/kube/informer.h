@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/clock.h"
-#include "dra-agent/kube/backoff.h"
 #include "dra-agent/kube/kube_client.h"
 
 namespace dracpu::kube {

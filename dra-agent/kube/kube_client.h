@@ -38,11 +38,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/file_system.h"
 #include "common/status.h"
 #include "dra-agent/kube/api_error.h"
-#include "dra-agent/kube/backoff.h"
 #include "dra-agent/kube/cluster_config.h"
 #include "dra-agent/kube/http_client.h"
 #include "dra-agent/kube/json_object.h"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "dra-agent/prepare/device_health.h"
+#include "dra-agent/health/device_health.h"
 
 namespace dracpu::dra {
 

@@ -7,12 +7,12 @@
 
 #include <filesystem>
 
-#include "dra-agent/allocator/testing/synthetic_topology.h"
 #include "dra-agent/allocator/topology_builder.h"
 #include "dra-agent/prepare/cpu_claim_preparer.h"
-#include "shm-schema/shm_test_util.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/synthetic_topology.h"
 
 // The nodes below name only what differs from the defaults.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -81,7 +81,7 @@ Outcome Prepare(const Node& node, const std::string& device, int count,
 }
 
 std::vector<allocator::CpuRecord> Shape(int sockets, int numa, int l3, int cores, int threads) {
-  return allocator::testing::SyntheticRecords({sockets, numa, l3, cores, threads});
+  return dracpu::testing::SyntheticRecords({sockets, numa, l3 * cores, threads, l3});
 }
 
 // CPUs per NUMA node of `cpus`.

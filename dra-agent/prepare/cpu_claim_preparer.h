@@ -40,11 +40,11 @@
 #include "common/driver_config.h"
 #include "dra-agent/allocator/topology_index.h"
 #include "dra-agent/cdi/cdi_store.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/prepare/claim_preparer.h"
 #include "dra-agent/prepare/device_metadata.h"
 #include "dra-agent/prepare/resource_claim.h"
-#include "dra-agent/slices/device_catalog.h"
 #include "shm-schema/segment.h"
 
 namespace dracpu::dra {

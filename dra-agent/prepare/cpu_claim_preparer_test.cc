@@ -10,8 +10,8 @@
 
 #include "common/log_escape.h"
 #include "dra-agent/cdi/cdi_spec.h"
-#include "shm-schema/shm_test_util.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/synthetic_topology.h"
 

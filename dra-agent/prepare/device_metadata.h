@@ -30,7 +30,7 @@
 
 #include "common/file_system.h"
 #include "common/status.h"
-#include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/devices/device_catalog.h"
 
 namespace dracpu::dra {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/slices/slice_shape.h"
 
 namespace dracpu::dra {

@@ -21,10 +21,10 @@
 #include <vector>
 
 #include "common/status.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/server_features.h"
-#include "dra-agent/slices/device_catalog.h"
 #include "dra-agent/slices/slice_shape.h"
 
 namespace dracpu::dra {

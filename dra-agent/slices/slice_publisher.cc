@@ -499,8 +499,8 @@ void SlicePublisher::Run(const std::stop_token& stop) {
   std::jthread informer_thread(
       [&](std::stop_token informer_stop) { informer.Run(std::move(informer_stop)).IgnoreError(); });
 
-  kube::Backoff backoff(options_.backoff, random_);
-  kube::Backoff rejection_backoff(options_.rejection_backoff, random_);
+  Backoff backoff(options_.backoff, random_);
+  Backoff rejection_backoff(options_.rejection_backoff, random_);
   bool retry = false;  // the last sync failed: sync again after the backoff, events or not
   auto next_resync = clock_.Now() + options_.resync_interval;
   while (!stopping()) {

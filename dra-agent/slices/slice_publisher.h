@@ -66,14 +66,14 @@
 #include <utility>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/clock.h"
 #include "common/metrics.h"
 #include "common/status.h"
-#include "dra-agent/kube/backoff.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/kube/json_object.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/server_features.h"
-#include "dra-agent/slices/device_catalog.h"
 #include "dra-agent/slices/publish_errors.h"
 
 namespace dracpu::dra {
@@ -94,8 +94,7 @@ struct SlicePublisherOptions {
   // Wait after a watch event before syncing, so a burst of events gives one sync.
   std::chrono::milliseconds debounce{100};
   // Failed syncs retry after these delays (reset by a success).
-  kube::BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000), 2.0,
-                              0.5};
+  BackoffPolicy backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000), 2.0, 0.5};
   // A full sync this often even without events (0: never).
   std::chrono::milliseconds resync_interval{std::chrono::minutes(10)};
   // Immediate re-list + retry after a 409 Conflict inside one SyncOnce.
@@ -103,11 +102,11 @@ struct SlicePublisherOptions {
   // The informer's watch requests last this long (the server ends them; the informer resumes).
   int watch_timeout_seconds = 300;
   // The informer's own reconnect backoff (API down, 5xx).
-  kube::BackoffPolicy watch_backoff{std::chrono::milliseconds(500),
-                                    std::chrono::milliseconds(30000), 2.0, 0.5};
+  BackoffPolicy watch_backoff{std::chrono::milliseconds(500), std::chrono::milliseconds(30000), 2.0,
+                              0.5};
   // Retries after the server refused a write: the same content is refused until something
   // changes (the topology, the server's gates), so these are slower and capped higher.
-  kube::BackoffPolicy rejection_backoff{std::chrono::seconds(5), std::chrono::minutes(5), 2.0, 0.5};
+  BackoffPolicy rejection_backoff{std::chrono::seconds(5), std::chrono::minutes(5), 2.0, 0.5};
   // What the agent knows about the API server, shared with other writers; nullptr: the
   // publisher keeps its own.
   kube::ServerFeatures* features = nullptr;

@@ -56,7 +56,7 @@ struct NriAgentOptions {
   std::chrono::milliseconds coalesce_max{500};
   nri::ReconnectingPlugin::Connector connect;
   nri::PluginOptions plugin;
-  nri::BackoffPolicy backoff;
+  BackoffPolicy backoff = nri::kReconnectBackoff;
   policy::PolicyOptions policy;
 };
 

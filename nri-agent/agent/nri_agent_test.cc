@@ -17,7 +17,7 @@
 
 #include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
-#include "nri-agent/policy/policy_test_util.h"
+#include "tests/testing/policy_test_util.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/fake_clock.h"
 

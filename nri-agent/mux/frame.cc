@@ -43,16 +43,7 @@ Status AppendMessageFrames(uint32_t conn_id, std::string_view message, std::stri
 
 Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
   if (!failed_.ok()) return failed_;
-  // With nothing pending, frames are handed out straight from `bytes` (no copy) and only an
-  // incomplete tail is kept.
-  const bool direct = consumed_ == buffer_.size();
-  if (direct) {
-    buffer_.clear();
-    consumed_ = 0;
-  } else {
-    buffer_.append(bytes);
-  }
-  const std::string_view src = direct ? bytes : std::string_view{buffer_}.substr(consumed_);
+  const std::string_view src = pending_.Begin(bytes);
   size_t pos = 0;
   Status status;
   while (status.ok() && src.size() - pos >= kFrameHeaderSize) {
@@ -62,8 +53,7 @@ Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
           DataLossError("mux frame on connection " + std::to_string(header.conn_id) +
                         " announces " + std::to_string(header.length) +
                         " bytes, more than the maximum of " + std::to_string(kMaxPayloadSize));
-      buffer_.clear();
-      consumed_ = 0;
+      pending_.Clear();
       return failed_;
     }
     if (src.size() - pos < kFrameHeaderSize + header.length) break;
@@ -71,18 +61,7 @@ Status FrameDecoder::Feed(std::string_view bytes, const FrameHandler& handler) {
     pos += kFrameHeaderSize + header.length;
     status = handler(header.conn_id, payload);
   }
-  if (direct) {
-    buffer_.assign(src.substr(pos));
-    return status;
-  }
-  consumed_ += pos;
-  if (consumed_ == buffer_.size()) {
-    buffer_.clear();
-    consumed_ = 0;
-  } else if (consumed_ > buffer_.size() / 2) {
-    buffer_.erase(0, consumed_);
-    consumed_ = 0;
-  }
+  pending_.End(pos);
   return status;
 }
 

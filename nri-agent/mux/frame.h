@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "common/stream_buffer.h"
 
 namespace dracpu::mux {
 
@@ -52,11 +53,10 @@ class FrameDecoder {
   // multiplexer); the decoder then stays failed. Frames completed before it are delivered.
   Status Feed(std::string_view bytes, const FrameHandler& handler);
 
-  size_t buffered() const { return buffer_.size() - consumed_; }
+  size_t buffered() const { return pending_.buffered(); }
 
  private:
-  std::string buffer_;
-  size_t consumed_ = 0;
+  StreamBuffer pending_;
   Status failed_;
 };
 

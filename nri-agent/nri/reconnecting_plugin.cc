@@ -1,7 +1,5 @@
 #include "nri-agent/nri/reconnecting_plugin.h"
 
-#include <algorithm>
-
 namespace dracpu::nri {
 
 // Passes every call through to the agent's handler and notices the two moments that matter
@@ -16,7 +14,7 @@ class ReconnectingPlugin::Forwarder : public PluginHandler {
   Result<std::vector<CpusetUpdate>> Synchronize(const std::vector<Pod>& pods,
                                                 const std::vector<Container>& containers) override {
     auto result = owner_.handler_.Synchronize(pods, containers);
-    if (result.ok()) owner_.delay_ = owner_.backoff_.initial;
+    if (result.ok()) owner_.backoff_.Reset();
     return result;
   }
   Result<CreateContainerResult> CreateContainer(const Pod& pod, const Container& c) override {
@@ -48,9 +46,8 @@ ReconnectingPlugin::ReconnectingPlugin(loop::EventLoop& loop, Connector connect,
       connect_(std::move(connect)),
       options_(std::move(options)),
       handler_(handler),
-      backoff_(backoff),
+      backoff_(backoff, nullptr),
       forwarder_(std::make_unique<Forwarder>(*this)),
-      delay_(backoff.initial),
       self_(std::make_shared<ReconnectingPlugin*>(this)) {}
 
 ReconnectingPlugin::~ReconnectingPlugin() {
@@ -90,8 +87,7 @@ void ReconnectingPlugin::ScheduleRetry(const Status& reason) {
     loop_.Post([old]() {});
   }
   if (retry_timer_ != 0) return;
-  const std::chrono::milliseconds delay = delay_;
-  delay_ = std::min(backoff_.max, delay_ * backoff_.multiplier);
+  const std::chrono::milliseconds delay = backoff_.Next();
   std::weak_ptr<ReconnectingPlugin*> weak = self_;
   retry_timer_ = loop_.AddTimer(delay, [weak]() {
     if (std::shared_ptr<ReconnectingPlugin*> self = weak.lock()) (*self)->Attempt();

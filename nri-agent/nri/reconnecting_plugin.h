@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/backoff.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "nri-agent/loop/event_loop.h"
@@ -22,11 +23,10 @@
 
 namespace dracpu::nri {
 
-struct BackoffPolicy {
-  std::chrono::milliseconds initial{100};
-  std::chrono::milliseconds max{10000};
-  int multiplier = 2;
-};
+// Reconnects start at 100 ms and double up to 10 s, without jitter: one agent per runtime, so
+// there is no herd to spread.
+inline constexpr BackoffPolicy kReconnectBackoff{std::chrono::milliseconds(100),
+                                                 std::chrono::milliseconds(10000), 2.0, 0.0};
 
 class ReconnectingPlugin {
  public:
@@ -35,7 +35,7 @@ class ReconnectingPlugin {
 
   // `handler` must outlive this object. Nothing happens before Start().
   ReconnectingPlugin(loop::EventLoop& loop, Connector connect, PluginOptions options,
-                     PluginHandler& handler, BackoffPolicy backoff = {});
+                     PluginHandler& handler, BackoffPolicy backoff = kReconnectBackoff);
   ~ReconnectingPlugin();
   ReconnectingPlugin(const ReconnectingPlugin&) = delete;
   ReconnectingPlugin& operator=(const ReconnectingPlugin&) = delete;
@@ -52,7 +52,7 @@ class ReconnectingPlugin {
   int connections() const { return connections_; }          // successful connects so far
   int failed_attempts() const { return failed_attempts_; }  // connects that failed outright
   const Status& last_error() const { return last_error_; }
-  std::chrono::milliseconds next_delay() const { return delay_; }
+  std::chrono::milliseconds next_delay() const { return backoff_.Peek(); }
 
  private:
   class Forwarder;
@@ -63,10 +63,9 @@ class ReconnectingPlugin {
   Connector connect_;
   PluginOptions options_;
   PluginHandler& handler_;
-  BackoffPolicy backoff_;
+  Backoff backoff_;
   std::unique_ptr<Forwarder> forwarder_;
   std::unique_ptr<Plugin> plugin_;
-  std::chrono::milliseconds delay_;
   loop::EventLoop::TimerId retry_timer_ = 0;
   int connections_ = 0;
   int failed_attempts_ = 0;

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "nri-agent/policy/policy_test_util.h"
 #include "shm-schema/verify.h"
+#include "tests/testing/policy_test_util.h"
 
 namespace dracpu::policy {
 namespace {

@@ -43,23 +43,13 @@ Status FrameDecoder::Feed(std::string_view bytes, std::vector<Frame>* out) {
     skipping_ -= drop;
     bytes.remove_prefix(drop);
   }
-  // With nothing pending, frames are decoded straight from `bytes` and only an incomplete tail
-  // is kept: the common case (whole frames per read) then costs no extra copy.
-  const bool direct = consumed_ == buffer_.size();
-  if (direct) {
-    buffer_.clear();
-    consumed_ = 0;
-  } else {
-    buffer_.append(bytes);
-  }
-  const std::string_view src = direct ? bytes : std::string_view{buffer_}.substr(consumed_);
+  const std::string_view src = pending_.Begin(bytes);
   size_t pos = 0;
   while (src.size() - pos >= kFrameHeaderSize) {
     const FrameHeader header = DecodeFrameHeader(src.data() + pos);
     if ((header.length >> 24) != 0) {
       poisoned_ = true;
-      buffer_.clear();
-      consumed_ = 0;
+      pending_.Clear();
       return DataLossError("ttrpc frame header announces " + std::to_string(header.length) +
                            " bytes (reserved top byte set): not a ttrpc stream");
     }
@@ -77,20 +67,7 @@ Status FrameDecoder::Feed(std::string_view bytes, std::vector<Frame>* out) {
         Frame{header, std::string(src.substr(pos + kFrameHeaderSize, header.length)), false});
     pos += kFrameHeaderSize + header.length;
   }
-  if (direct) {
-    buffer_.assign(src.substr(pos));
-    return Status::Ok();
-  }
-  consumed_ += pos;
-  // Compact: drop the decoded prefix once it dominates, so a long-lived stream does not grow and
-  // a large frame arriving in pieces is not copied per piece.
-  if (consumed_ == buffer_.size()) {
-    buffer_.clear();
-    consumed_ = 0;
-  } else if (consumed_ > buffer_.size() / 2) {
-    buffer_.erase(0, consumed_);
-    consumed_ = 0;
-  }
+  pending_.End(pos);
   return Status::Ok();
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/stream_buffer.h"
 
 namespace dracpu::ttrpc {
 
@@ -63,11 +64,10 @@ class FrameDecoder {
   Status Feed(std::string_view bytes, std::vector<Frame>* out);
 
   // Bytes held for an incomplete frame (header or data), for tests and diagnostics.
-  size_t buffered() const { return buffer_.size() - consumed_; }
+  size_t buffered() const { return pending_.buffered(); }
 
  private:
-  std::string buffer_;
-  size_t consumed_ = 0;    // prefix of buffer_ already decoded
+  StreamBuffer pending_;
   uint64_t skipping_ = 0;  // data bytes of an oversized frame still to drop
   bool poisoned_ = false;
 };

@@ -11,9 +11,9 @@
 #include <string>
 
 #include "dra-agent/allocator/allocator.h"
-#include "dra-agent/allocator/testing/synthetic_topology.h"
 #include "dra-agent/allocator/topology_builder.h"
 #include "dra-agent/allocator/topology_index.h"
+#include "tests/testing/synthetic_topology.h"
 
 namespace dracpu::allocator {
 namespace {
@@ -25,7 +25,8 @@ struct Machine {
 
 const Machine& HalfBusy() {
   static const Machine* machine = [] {
-    Result<CpuTopology> topo = BuildTopologyFromRecords(testing::SyntheticRecords({8, 1, 8, 8, 2}));
+    Result<CpuTopology> topo =
+        BuildTopologyFromRecords(testing::SyntheticRecords({8, 1, 64, 2, 8}));
     if (!topo.ok()) std::abort();
     Result<TopologyIndex> index = TopologyIndex::Build(*topo);
     if (!index.ok()) std::abort();

@@ -28,10 +28,10 @@
 #include "nri-agent/agent/nri_agent.h"
 #include "nri-agent/loop/event_loop.h"
 #include "shm-schema/segment.h"
-#include "shm-schema/shm_test_util.h"
 #include "tests/bench/ttrpc_echo_baseline.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/real_clock.h"
+#include "tests/testing/shm_test_util.h"
 
 namespace dracpu {
 namespace {

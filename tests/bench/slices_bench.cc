@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "common/file_system.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/resources.h"
-#include "dra-agent/slices/device_catalog.h"
 #include "dra-agent/slices/slice_document.h"
 #include "dra-agent/slices/slice_publisher.h"
 #include "tests/sim/apiserver/sim_apiserver.h"

@@ -19,8 +19,8 @@
 #include "common/http_server.h"
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "shm-schema/segment.h"
-#include "shm-schema/shm_test_util.h"
 #include "tests/testing/shared_data.h"
+#include "tests/testing/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/sysfs_fixture.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "shm-schema/records.h"
-#include "shm-schema/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 
 namespace dracpu::shm::testing {
 

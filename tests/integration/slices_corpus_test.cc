@@ -14,7 +14,7 @@
 #include <variant>
 
 #include "common/topology_discovery.h"
-#include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/slices/slice_document.h"
 #include "tests/integration/device_modes.h"
 #include "tests/testing/shared_data.h"

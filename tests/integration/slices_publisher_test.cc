@@ -13,9 +13,9 @@
 #include "dra-agent/slices/slice_document.h"
 #include "dra-agent/slices/slice_publisher.h"
 #include "tests/integration/slices_publisher_support.h"
-#include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/sim/apiserver/slice_fixtures.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/sim_test_util.h"
 #include "tests/testing/synthetic_topology.h"
 
 namespace dracpu::dra {

@@ -3,7 +3,7 @@
 
 #include <thread>
 
-#include "dra-agent/slices/topology_watcher.h"
+#include "dra-agent/devices/topology_watcher.h"
 #include "tests/testing/fake_clock.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/sysfs_fixture.h"

@@ -12,8 +12,8 @@
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/kube_client.h"
 #include "dra-agent/kube/resources.h"
-#include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/sim_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu {

@@ -70,7 +70,7 @@ class ControlSessionTest : public ::testing::Test {
   void StartPlugin() {
     plugin_ = std::make_unique<nri::ReconnectingPlugin>(
         *loop_, [this] { return nri::ConnectNriSocket(socket_); }, nri::PluginOptions{}, handler_,
-        nri::BackoffPolicy{1ms, 8ms, 2});
+        BackoffPolicy{1ms, 8ms, 2.0, 0.0});
     plugin_->Start();
   }
   // Sends `line` and runs the loop until its reply (and every earlier one) is out.

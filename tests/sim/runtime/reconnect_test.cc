@@ -50,7 +50,7 @@ class ReconnectTest : public ::testing::Test {
     socket_ = dir_ + "/nri.sock";
     plugin_ = std::make_unique<nri::ReconnectingPlugin>(
         *loop_, [this] { return nri::ConnectNriSocket(socket_); }, nri::PluginOptions{}, handler_,
-        nri::BackoffPolicy{1ms, 8ms, 2});
+        BackoffPolicy{1ms, 8ms, 2.0, 0.0});
   }
   ~ReconnectTest() override {
     plugin_.reset();

@@ -122,7 +122,7 @@ class ScenarioRunTest : public ::testing::Test {
     SeedScenario(*scenario, *sim_);
     plugin_ = std::make_unique<nri::ReconnectingPlugin>(
         *loop_, [this] { return nri::ConnectNriSocket(socket_); }, nri::PluginOptions{}, handler_,
-        nri::BackoffPolicy{1ms, 10ms, 2});
+        BackoffPolicy{1ms, 10ms, 2.0, 0.0});
     plugin_->Start();
     return RunScenario(*scenario, *loop_, *sim_, 10s);
   }

@@ -11,7 +11,7 @@
 #include "common/claim_env.h"
 #include "nri-agent/nri/types.h"
 #include "shm-schema/segment.h"
-#include "shm-schema/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 
 namespace dracpu::policy::testing {
 

@@ -1,4 +1,4 @@
-#include "dra-agent/agent/device_health_monitor.h"
+#include "dra-agent/health/device_health_monitor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "shm-schema/shm_test_util.h"
+#include "tests/testing/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/synthetic_topology.h"
 

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "common/file_system.h"
-#include "dra-agent/prepare/device_health.h"
-#include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/devices/device_catalog.h"
+#include "dra-agent/health/device_health.h"
 #include "shm-schema/segment.h"
 
 namespace dracpu::dra {

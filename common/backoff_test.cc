@@ -1,10 +1,10 @@
-#include "dra-agent/kube/backoff.h"
+#include "common/backoff.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/testing/fake_clock.h"
 
-namespace dracpu::kube {
+namespace dracpu {
 namespace {
 
 using ::dracpu::testing::FixedRandom;
@@ -72,4 +72,4 @@ TEST(BackoffTest, ManyAttemptsDoNotOverflow) {
 }
 
 }  // namespace
-}  // namespace dracpu::kube
+}  // namespace dracpu

@@ -1,4 +1,4 @@
-#include "dra-agent/slices/topology_watcher.h"
+#include "dra-agent/devices/topology_watcher.h"
 
 namespace dracpu::dra {
 namespace {

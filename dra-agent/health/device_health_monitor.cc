@@ -1,4 +1,4 @@
-#include "dra-agent/agent/device_health_monitor.h"
+#include "dra-agent/health/device_health_monitor.h"
 
 #include <time.h>
 

@@ -1,4 +1,4 @@
-#include "dra-agent/slices/device_catalog.h"
+#include "dra-agent/devices/device_catalog.h"
 
 #include <algorithm>
 #include <cstdio>

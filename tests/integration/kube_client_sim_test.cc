@@ -15,10 +15,10 @@
 #include "dra-agent/kube/resources.h"
 #include "tests/sim/apiserver/base64.h"
 #include "tests/sim/apiserver/sim_apiserver.h"
-#include "tests/sim/apiserver/sim_test_util.h"
 #include "tests/sim/apiserver/slice_fixtures.h"
 #include "tests/sim/apiserver/test_certs.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/sim_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace dracpu {
