@@ -17,9 +17,9 @@
 
 #include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
-#include "tests/testing/policy_test_util.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/fake_clock.h"
+#include "tests/testing/policy_test_util.h"
 
 namespace dracpu::agent {
 namespace {
