@@ -374,7 +374,7 @@ TEST(AllocatorTest, NeverChoosesReservedCpus) {
 }
 
 TEST(AllocatorTest, SmtFourWholeCoresAndSmallestSpans) {
-  const Machine m = Synthetic({2, 2, 1, 4, 4});  // SMT4, 4 NUMA nodes of 16 CPUs
+  const Machine m = Synthetic({2, 2, 4, 4, 1});  // SMT4, 4 NUMA nodes of 16 CPUs
   Result<CpuSet> got = Take(m, m.topology.online, 8, {{"full-pcpus-only", "true"}});
   ASSERT_THAT(got, IsOk());
   const PlacementMetrics metrics = ComputeMetrics(m.index, *got);
@@ -395,7 +395,7 @@ TEST(AllocatorTest, OddRequestReusesAStrandedSibling) {
 }
 
 TEST(AllocatorTest, NumaHintIsPreferredAndWidenedByAlignBySocket) {
-  const Machine m = Synthetic({2, 2, 1, 4, 2});  // 2 sockets x 2 NUMA x 4 cores x SMT2
+  const Machine m = Synthetic({2, 2, 4, 2, 1});  // 2 sockets x 2 NUMA x 4 cores x SMT2
   Result<CpuSet> in_hint = Take(m, m.topology.online, 4, {}, {}, {3});
   ASSERT_THAT(in_hint, IsOk());
   EXPECT_TRUE(in_hint->IsSubsetOf(m.topology.numa_nodes[3].cpus)) << in_hint->ToListString();
@@ -411,7 +411,7 @@ TEST(AllocatorTest, NumaHintIsPreferredAndWidenedByAlignBySocket) {
 }
 
 TEST(AllocatorTest, DistributeAcrossNumaSplitsEvenly) {
-  const Machine m = Synthetic({2, 2, 1, 4, 2});
+  const Machine m = Synthetic({2, 2, 4, 2, 1});
   Result<CpuSet> got = Take(
       m, m.topology.online, 12,
       {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}});
@@ -422,7 +422,7 @@ TEST(AllocatorTest, DistributeAcrossNumaSplitsEvenly) {
 }
 
 TEST(AllocatorTest, DistributeAcrossSixteenNumaNodesStaysEvenAndCompact) {
-  const Machine m = Synthetic({4, 4, 2, 4, 2});  // 16 NUMA nodes of 16 CPUs
+  const Machine m = Synthetic({4, 4, 8, 2, 2});  // 16 NUMA nodes of 16 CPUs
   Result<CpuSet> got = Take(
       m, m.topology.online, 100,
       {{"distribute-cpus-across-numa", "true"}, {"prefer-align-cpus-by-uncorecache", "false"}});
