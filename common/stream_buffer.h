@@ -27,7 +27,7 @@ class StreamBuffer {
       view_ = bytes;
     } else {
       buffer_.append(bytes);
-      view_ = std::string_view(buffer_).substr(consumed_);
+      view_ = std::string_view{buffer_}.substr(consumed_);
     }
     return view_;
   }

@@ -38,9 +38,8 @@
 #include "nri-agent/nri/plugin.h"
 #include "shm-schema/segment.h"
 
+namespace dracpu {
 namespace {
-
-using namespace dracpu;
 
 struct Flags {
   std::string nri_socket;
@@ -254,9 +253,11 @@ int Run(const Flags& flags) {
 }
 
 }  // namespace
+}  // namespace dracpu
 
 int main(int argc, char** argv) {
-  Flags flags;
+  using dracpu::FlagParser;
+  dracpu::Flags flags;
   FlagParser parser;
   parser.String("nri-socket", &flags.nri_socket,
                 "the runtime's NRI socket (default /var/run/nri/nri.sock, or the fd in "
@@ -286,5 +287,5 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;
   FLAGS_v = flags.verbosity;
   google::InitGoogleLogging(argv[0]);
-  return Run(flags);
+  return dracpu::Run(flags);
 }

@@ -37,7 +37,7 @@ class CpuAdmission {
     uint32_t min_shared_cpus = 1;
   };
 
-  explicit CpuAdmission(Inputs inputs) : in_(std::move(inputs)) {}
+  explicit CpuAdmission(const Inputs& inputs) : in_(inputs) {}
   // The rule the segment's records describe (the dra-agent publishes both at start-up and
   // rewrites topology.online on hotplug).
   static CpuAdmission FromRecords(const TopologySummary& topology, const ConfigSummary& config);

@@ -218,7 +218,7 @@ class Segment {
   // and returns CANCELLED, so a registered waiter can block for as long as nothing changes.
   Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
                                  const std::atomic<bool>* cancel = nullptr,
-                                 std::stop_token stop = {}) const;
+                                 const std::stop_token& stop = {}) const;
   // Whether WaitForChange sleeps until a writer's wake (a writer, or a reader with reader_waits
   // whose read-write open succeeded).
   bool wakes_on_change() const { return WaitersWord() != nullptr; }

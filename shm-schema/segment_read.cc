@@ -12,9 +12,7 @@ using internal::Backoff;
 using internal::CString;
 using internal::Gen;
 using internal::GenWord;
-using internal::Hex;
 using internal::SpinDeadlineClock;
-using internal::Waiters;
 
 namespace {
 
@@ -151,7 +149,7 @@ Result<std::optional<ContainerEntry>> Segment::FindContainer(
 
 Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
                                         const std::atomic<bool>* cancel,
-                                        std::stop_token stop) const {
+                                        const std::stop_token& stop) const {
   SegmentHeader* h = header();
   const auto deadline = SpinDeadlineClock::now() + timeout;
   uint32_t* waiters = WaitersWord();

@@ -11,7 +11,6 @@
 
 namespace dracpu::shm {
 
-using internal::Backoff;
 using internal::CString;
 using internal::Gen;
 using internal::GenWord;

@@ -9,7 +9,6 @@
 
 namespace dracpu::shm {
 
-using internal::Backoff;
 using internal::Gen;
 using internal::GenWord;
 using internal::Waiters;

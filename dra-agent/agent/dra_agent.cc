@@ -236,7 +236,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, env_.clock, env_.random, spo));
   publisher_->SetDesired(catalog_);
   publisher_for_http_.store(publisher_.get(), std::memory_order_release);
-  publisher_thread_ = std::jthread([this](std::stop_token stop) {
+  publisher_thread_ = std::jthread([this](const std::stop_token& stop) {
     pthread_setname_np(pthread_self(), "slice-publisher");
     publisher_->Run(stop);
   });
@@ -433,7 +433,8 @@ Result<UniqueFd> PeriodicTimer(std::chrono::nanoseconds period) {
   if (!timer) return ErrnoStatus("timerfd_create", errno);
   itimerspec spec{};
   spec.it_interval.tv_sec = static_cast<time_t>(period.count() / 1'000'000'000);
-  spec.it_interval.tv_nsec = static_cast<long>(period.count() % 1'000'000'000);
+  spec.it_interval.tv_nsec =
+      static_cast<decltype(spec.it_interval.tv_nsec)>(period.count() % 1'000'000'000);
   spec.it_value = spec.it_interval;
   if (::timerfd_settime(timer.get(), 0, &spec, nullptr) != 0) {
     return ErrnoStatus("timerfd_settime", errno);

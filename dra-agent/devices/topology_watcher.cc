@@ -56,7 +56,7 @@ Result<bool> TopologyWatcher::Poll() {
   return true;
 }
 
-void TopologyWatcher::Run(std::stop_token stop) {
+void TopologyWatcher::Run(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     Poll().status().IgnoreError();  // counted in stats; the next poll retries
     clock_.SleepFor(options_.interval, stop);

@@ -56,7 +56,7 @@ class TopologyWatcher {
   Result<bool> Poll();
   // Polls every `interval` until a stop is requested on `stop`; in between the thread sleeps in
   // the kernel (one wakeup per interval, none to check for the stop).
-  void Run(std::stop_token stop);
+  void Run(const std::stop_token& stop);
 
   TopologyWatcherStats stats() const;
 

@@ -68,10 +68,12 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
   // Every claim of the call stays locked until its spec is durable. Stripes are taken once
   // each, in index order, so two calls (or two claims on one stripe) never deadlock.
   std::vector<size_t> stripes;
+  stripes.reserve(claims.size());
   for (const ClaimRef& ref : claims) stripes.push_back(ClaimStripe(ref.uid));
   std::sort(stripes.begin(), stripes.end());
   stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
   std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(stripes.size());
   for (size_t i : stripes) locks.emplace_back(claim_locks_[i]);
 
   std::vector<Staged> staged;

@@ -218,7 +218,7 @@ void NriAgent::StartWatcher() {
   const shm::Segment* seg = segment_.get();
   uint64_t seen = seg->generation();
   std::weak_ptr<bool> alive = alive_;
-  watcher_ = std::jthread([this, seg, seen, alive](std::stop_token stop) mutable {
+  watcher_ = std::jthread([this, seg, seen, alive](const std::stop_token& stop) mutable {
     pthread_setname_np(pthread_self(), "shm-watcher");
     // Blocks on the segment's futex until the dra-agent writes; StopWatcher's request wakes it.
     // The timeout only bounds a stop request that raced the wait (see WaitForChange).

@@ -127,8 +127,6 @@ class NriAgent : public nri::PluginHandler {
   bool moves_posted_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   Clock::TimePoint started_;
-  bool connected_once_ = false;
-  bool wait_logged_ = false;
   std::string last_attach_error_;
   loop::EventLoop::TimerId attach_timer_ = 0;
   loop::EventLoop::TimerId heartbeat_timer_ = 0;
