@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 
+#include "common/log_escape.h"
 #include "dra-agent/kube/api_error.h"
 #include "dra-agent/kube/resources.h"
 
@@ -93,7 +94,8 @@ void ClaimStatusWriter::Work() {
     lock.unlock();
     const Status s = Write(report);
     if (!s.ok()) {
-      LOG(WARNING) << "ResourceClaim " << report.claim.namespace_name << "/" << report.claim.name
+      LOG(WARNING) << "ResourceClaim " << LogEscape(report.claim.namespace_name, 64) << "/"
+                   << LogEscape(report.claim.name)
                    << ": status.devices not updated: " << s.message();
     }
     lock.lock();

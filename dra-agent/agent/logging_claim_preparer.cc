@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/log_escape.h"
 #include "common/operation_id.h"
 
 namespace dracpu::dra {
 namespace {
 
+// The kubelet's names as they came: escaped, since a refused claim's names are logged too.
 std::string Who(const ClaimRef& c) {
-  return "claim=" + c.namespace_name + "/" + c.name + " uid=" + c.uid;
+  return "claim=" + LogEscape(c.namespace_name, 64) + "/" + LogEscape(c.name) +
+         " uid=" + LogEscape(c.uid, 64);
 }
 
 std::string Millis(Clock::Duration d) {

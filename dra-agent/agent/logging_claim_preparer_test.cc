@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/log_escape.h"
 #include "tests/testing/fake_clock.h"
 
 namespace dracpu::dra {
@@ -125,6 +126,23 @@ TEST_F(LoggingClaimPreparerTest, BelowV2OnlyFailuresAreLogged) {
   CapturedLog quiet;
   logging_.Unprepare({});
   EXPECT_THAT(quiet.lines(), IsEmpty());
+}
+
+// A refused claim's names are logged as the kubelet sent them, escaped: a newline or a
+// terminal escape in a name cannot forge a log line.
+TEST_F(LoggingClaimPreparerTest, HostileNamesAreEscaped) {
+  FLAGS_v = 2;
+  CapturedLog log;
+  logging_.Prepare({{"ns\x1b[2J", "b\nWARNING forged", "bad"}});
+  logging_.Unprepare({{"ns", "a\r\n", "u\n1"}});
+  const std::vector<std::string> lines = log.lines();
+  ASSERT_EQ(lines.size(), 4u);
+  for (const std::string& line : lines) {
+    SCOPED_TRACE(line);
+    EXPECT_TRUE(IsLogSafe(line));
+  }
+  EXPECT_THAT(lines[0], HasSubstr("claim=ns\\x1b[2J/b\\x0aWARNING forged uid=bad"));
+  EXPECT_THAT(lines[2], HasSubstr("claim=ns/a\\x0d\\x0a uid=u\\x0a1"));
 }
 
 }  // namespace

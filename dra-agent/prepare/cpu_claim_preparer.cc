@@ -21,6 +21,16 @@ std::string Key(const ClaimRef& ref) {
          LogEscape(ref.uid, 64) + ")";
 }
 
+// The kubelet's reference, by Kubernetes' own rules, before any of it is used: the uid names
+// the CDI spec file, the namespace and name go into the API request path and the device
+// metadata directory (<ns>_<name>), so a '/' or ".." must never get that far, on Prepare or on
+// Unprepare.
+Status ValidateRef(const ClaimRef& ref) {
+  RETURN_IF_ERROR(ValidateClaimUid(ref.uid));
+  RETURN_IF_ERROR(ValidateDnsLabel(ref.namespace_name, "namespace"));
+  return ValidateDnsSubdomain(ref.name, "ResourceClaim name");
+}
+
 std::vector<int> NumaNodesOf(const CpuTopology& t, const CpuSet& cpus) {
   std::set<int> nodes;
   for (int cpu : cpus) {
@@ -79,7 +89,7 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
   std::vector<Staged> staged;
   staged.reserve(claims.size());
   for (const ClaimRef& ref : claims) {
-    if (Status s = ValidateClaimUid(ref.uid); !s.ok()) {
+    if (Status s = ValidateRef(ref); !s.ok()) {
       staged.push_back({});
       staged.back().result = {{}, "claim " + Key(ref) + ": " + s.message()};
       continue;
@@ -265,10 +275,6 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
     out.result = ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()};
     return out;
   };
-  // The kubelet's names go into the API request path and shared memory: Kubernetes' own rules.
-  if (Status s = ValidateDnsLabel(ref.namespace_name, "namespace"); !s.ok()) return fail(s);
-  if (Status s = ValidateDnsSubdomain(ref.name, "ResourceClaim name"); !s.ok()) return fail(s);
-
   auto json = fetch_(ref.namespace_name, ref.name);
   if (!json.ok()) return fail(json.status().WithContext("reading the ResourceClaim"));
   auto claim = ParseResourceClaim(*json);
@@ -433,7 +439,7 @@ Status CpuClaimPreparer::RemoveFiles(const ClaimRef& ref) {
 
 std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
   auto fail = [&](const Status& s) { return "claim " + Key(ref) + ": " + s.message(); };
-  if (Status s = ValidateClaimUid(ref.uid); !s.ok()) return fail(s);
+  if (Status s = ValidateRef(ref); !s.ok()) return fail(s);
   std::lock_guard claim_lock(ClaimLock(ref.uid));
   auto existing = segment_.FindClaim(ref.uid);
   if (!existing.ok()) return fail(existing.status());

@@ -424,6 +424,30 @@ TEST_F(PreparerTest, HostileNamesNeverReachAFileNameOrALogLineUnescaped) {
   EXPECT_THAT(files, ::testing::UnorderedElementsAre("state.shm", "cdi"));
 }
 
+// Unprepare checks the kubelet's names as Prepare does: the metadata directory is named after
+// them (<ns>_<name>), so a '/' in a name would reach into another claim's directory.
+TEST_F(PreparerTest, UnprepareRefusesNamesThatAreNotKubernetesNamesAndTouchesNothing) {
+  ASSERT_EQ(PrepareOne(Add("u1", {{"req", "cpudevnuma000", "2"}})).error, "");
+  const std::string meta =
+      dir_.File("kubelet/plugins/dra.cpu/dra-device-metadata/ns_c-u1/req/metadata.json");
+  ASSERT_TRUE(std::filesystem::exists(meta));
+  const std::pair<ClaimRef, std::string> refused[] = {
+      {{"ns", "c-u1/req", "u9"}, "ResourceClaim name \"c-u1/req\" is not a DNS subdomain"},
+      {{"ns", "../c-u1", "u9"}, "ResourceClaim name \"../c-u1\" is not a DNS subdomain"},
+      {{"..", "c-u1", "u9"}, "namespace \"..\" is not a DNS label"},
+      {{"ns", "c-u1\nforged", "u9"}, "ResourceClaim name \"c-u1\\x0aforged\" is not a DNS"},
+      {{"ns", "c-u1", "u1/../u1"}, "claim uid \"u1/../u1\" has a character other than"},
+  };
+  for (const auto& [ref, reason] : refused) {
+    const std::string error = preparer_->Unprepare({ref}).at(ref.uid);
+    EXPECT_THAT(error, HasSubstr(reason));
+    EXPECT_TRUE(IsLogSafe(error)) << error;
+  }
+  EXPECT_TRUE(std::filesystem::exists(meta));
+  EXPECT_EQ(Held("u1").Count(), 2);
+  EXPECT_EQ(cdi_->List()->claims.size(), 1u);
+}
+
 // Within each device's capacity, claims can still reach the floor when the scheduler's view
 // differs from ours (e.g. the floor was raised after they were allocated): the floor holds.
 TEST_F(PreparerTest, TheSharedPoolFloorHoldsAcrossClaims) {
