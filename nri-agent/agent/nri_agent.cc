@@ -316,6 +316,7 @@ void NriAgent::PushPoolUpdates() {
             << " containers=" << UpdatesText(*updates);
   update_in_flight_ = true;
   ++update_batches_;
+  policy_.UpdatesSent(*updates);
   std::weak_ptr<bool> alive = alive_;
   std::vector<nri::CpusetUpdate> sent = *updates;
   plugin_->UpdateContainers(
@@ -326,11 +327,20 @@ void NriAgent::PushPoolUpdates() {
           LOG(WARNING) << "op=" << op << " UpdateContainers failed: " << failed.status().ToString();
           if (pool_updates_ != nullptr)
             pool_updates_->Add({"error"}, static_cast<double>(sent.size()));
+          policy_.UpdatesApplied(sent, sent).status().IgnoreError();  // none recorded
         } else {
-          Status s = policy_.UpdatesApplied(sent, *failed);
+          Result<size_t> raced = policy_.UpdatesApplied(sent, *failed);
           LOG(INFO) << "op=" << op << " UpdateContainers applied=" << sent.size() - failed->size()
                     << " failed=" << UpdatesText(*failed);
-          if (!s.ok()) LOG(WARNING) << "op=" << op << " recording the update: " << s.ToString();
+          if (!raced.ok()) {
+            LOG(WARNING) << "op=" << op << " recording the update: " << raced.status().ToString();
+          } else if (*raced > 0) {
+            // Replies moved some of these while the call was in flight; the runtime may have
+            // applied the call last: the current pool goes out again at once.
+            LOG(INFO) << "op=" << op << " " << *raced
+                      << " containers were moved by a reply meanwhile; pushing the pool again";
+            rerun_after_update_ = true;
+          }
           if (pool_updates_ != nullptr) {
             pool_updates_->Add({"applied"}, static_cast<double>(sent.size() - failed->size()));
             pool_updates_->Add({"failed"}, static_cast<double>(failed->size()));

@@ -116,7 +116,16 @@ Result<nri::EventMask> PinningPolicy::Configure(const nri::RuntimeInfo& runtime)
   return Events();
 }
 
-void PinningPolicy::Disconnected(const Status&) {}
+void PinningPolicy::Disconnected(const Status&) {
+  in_flight_.clear();
+  moved_in_flight_.clear();
+}
+
+const CpuSet* PinningPolicy::InFlight(const std::string& id) const {
+  if (in_flight_.empty()) return nullptr;
+  auto it = in_flight_.find(id);
+  return it == in_flight_.end() ? nullptr : &it->second;
+}
 
 bool PinningPolicy::UnsolicitedUpdatesAllowed() const {
   switch (options_.shared_pool_updates) {
@@ -253,8 +262,15 @@ std::vector<TrackedContainer*> PinningPolicy::OffPool(const CpuSet& pool, const 
   for (auto& [id, t] : containers_) {
     if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
     // Settled: it has every CPU of the pool, and beyond it only CPUs of claims whose container
-    // is not running (kept until that container is created: the lazy shrink).
-    if (pool.IsSubsetOf(t.cpus) && t.cpus.IsSubsetOf(allowed)) continue;
+    // is not running (kept until that container is created: the lazy shrink). With an
+    // unsolicited update in flight, it will have that update's CPUs, and may still have its own
+    // until then: both must be allowed.
+    const CpuSet* flying = InFlight(id);
+    const CpuSet& will_have = flying != nullptr ? *flying : t.cpus;
+    if (pool.IsSubsetOf(will_have) && t.cpus.IsSubsetOf(allowed) &&
+        (flying == nullptr || flying->IsSubsetOf(allowed))) {
+      continue;
+    }
     off.push_back(&t);
   }
   return off;
@@ -289,7 +305,10 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
   } else if (!lost.Empty()) {
     for (auto& [id, t] : containers_) {
       if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
-      if (t.cpus.Intersects(lost)) moved.push_back(&t);
+      const CpuSet* flying = InFlight(id);
+      if (t.cpus.Intersects(lost) || (flying != nullptr && flying->Intersects(lost))) {
+        moved.push_back(&t);
+      }
     }
   }
   // The moved containers are recorded with their new cpuset in place (hundreds in one reply:
@@ -304,7 +323,11 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
   if (also != nullptr) upserts.push_back(also);
   RETURN_IF_ERROR(
       Persist(upserts, moves, {}, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool)));
-  for (TrackedContainer* t : moved) t->cpus = pool;
+  for (TrackedContainer* t : moved) {
+    t->cpus = pool;
+    // The runtime may apply this reply before or after the unsolicited update in flight.
+    if (InFlight(t->id) != nullptr) moved_in_flight_.insert(t->id);
+  }
   if (later) unrecorded_moves_.insert(unrecorded_moves_.end(), moved.begin(), moved.end());
   // Every running shared container other than `except_id` is settled now (the excepted one is
   // being created with the pool, re-asserted to it, exclusive, or stopping).
@@ -513,12 +536,17 @@ Status PinningPolicy::RemoveContainer(const nri::Pod&, const nri::Container& con
   RecordMovesFirst();
   containers_.erase(container.id);
   declared_.erase(container.id);
+  in_flight_.erase(container.id);
+  moved_in_flight_.erase(container.id);
   return Persist({}, {}, {container.id}, std::nullopt);
 }
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
     const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) {
   RecordMovesFirst();
+  // A new connection: what the runtime reports is what it applied.
+  in_flight_.clear();
+  moved_in_flight_.clear();
   std::map<std::string, const nri::Pod*> pod_by_id;
   for (const auto& p : pods) pod_by_id[p.id] = &p;
   const nri::Pod no_pod;
@@ -671,23 +699,38 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::PendingPoolUpdates() {
   return UpdatesTo(pool, OffPool(pool, LazyCpus(), ""), /*ignore_failure=*/true);
 }
 
-Status PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
-                                     const std::vector<nri::CpusetUpdate>& failed) {
+void PinningPolicy::UpdatesSent(const std::vector<nri::CpusetUpdate>& sent) {
+  for (const auto& u : sent) {
+    if (const std::optional<CpuSet> cpus = ParseReported(u.cpuset.cpus)) {
+      in_flight_[u.container_id] = *cpus;
+    }
+  }
+}
+
+Result<size_t> PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
+                                             const std::vector<nri::CpusetUpdate>& failed) {
   RecordMovesFirst();
   std::set<std::string> failed_ids;
   for (const auto& f : failed) failed_ids.insert(f.container_id);
   std::vector<CpusMove> moves;
+  size_t raced = 0;
   for (const auto& u : sent) {
+    in_flight_.erase(u.container_id);
+    const bool moved_meanwhile = moved_in_flight_.erase(u.container_id) != 0;
     if (failed_ids.count(u.container_id) != 0) continue;
     auto it = containers_.find(u.container_id);
     if (it == containers_.end()) continue;  // removed meanwhile
     const std::optional<CpuSet> cpus = ParseReported(u.cpuset.cpus);
     if (!cpus) continue;
+    // A reply moved it meanwhile: whichever the runtime applied last is unknown, so take this
+    // batch's (the older) and let the caller push the current pool again.
+    if (moved_meanwhile && *cpus != it->second.cpus) ++raced;
     it->second.cpus = *cpus;
     moves.push_back({&it->second, &it->second.cpus});
   }
   settled_ = false;  // replies sent meanwhile may have moved these containers again
-  return Persist({}, moves, {}, std::nullopt);
+  RETURN_IF_ERROR(Persist({}, moves, {}, std::nullopt));
+  return raced;
 }
 
 std::vector<std::string> PinningPolicy::TakeWarnings() { return std::exchange(warnings_, {}); }

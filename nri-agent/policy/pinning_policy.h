@@ -32,8 +32,11 @@
 //    Prepare followed by its Unprepare sends nothing. Each shared container gets at most one
 //    update per pool change (the containers table records what was sent).
 //  * Release (widen) without an event: PendingPoolUpdates() gives the same updates; the agent
-//    pushes them with UpdateContainers when UnsolicitedUpdatesAllowed() and reports the outcome
-//    with UpdatesApplied().
+//    pushes them with UpdateContainers when UnsolicitedUpdatesAllowed(), says so with
+//    UpdatesSent() and reports the outcome with UpdatesApplied(). While such a call is in flight
+//    a reply's shrink also covers the CPUs it may still apply, and a container moved by a reply
+//    meanwhile is pushed again once it is answered (a claim's CPUs are shared for at most that
+//    round trip, whatever order the runtime applies the two in).
 //
 // Without a segment (the dra-agent has not created it yet): shared containers get the fallback
 // pool (PolicyOptions::fallback_pool minus every CPU any known container's DRA_CPUSET env names);
@@ -45,6 +48,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -134,9 +138,18 @@ class PinningPolicy : public nri::PluginHandler {
   // never emptied). The replies to CreateContainer, UpdateContainer and StopContainer carry the
   // same updates (and record them as applied); these are for an unsolicited UpdateContainers.
   Result<std::vector<nri::CpusetUpdate>> PendingPoolUpdates();
-  // The runtime applied `sent` except `failed`: records the applied cpusets.
-  Status UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
-                        const std::vector<nri::CpusetUpdate>& failed);
+  // The agent is sending `sent` (from PendingPoolUpdates) in an unsolicited UpdateContainers.
+  // Until UpdatesApplied, replies treat each container as possibly on either its cpuset or the
+  // one in flight: a claim's container created meanwhile shrinks it off the claim's CPUs even
+  // if only the update in flight would have put it there.
+  void UpdatesSent(const std::vector<nri::CpusetUpdate>& sent);
+  // The runtime answered the UpdateContainers of `sent`: applied except `failed` (on a failed
+  // call, pass `sent` as `failed`). Records the applied cpusets. Returns how many of them a
+  // reply moved elsewhere while the call was in flight: the runtime may have applied the call
+  // after the reply, so those are recorded on the call's cpuset and the caller pushes again
+  // (PendingPoolUpdates moves them to the current pool).
+  Result<size_t> UpdatesApplied(const std::vector<nri::CpusetUpdate>& sent,
+                                const std::vector<nri::CpusetUpdate>& failed);
   // sharedPoolUpdates with the runtime of the last Configure: always -> true, never -> false,
   // auto -> RuntimeSafeForUnsolicitedUpdates (false before any Configure).
   bool UnsolicitedUpdatesAllowed() const;
@@ -192,6 +205,8 @@ class PinningPolicy : public nri::PluginHandler {
   // RecordMoves() at the start of a call, a failure kept as a warning.
   void RecordMovesFirst();
   CpuSet FallbackPool() const;
+  // The cpuset of an unsolicited update in flight to container `id`, or null.
+  const CpuSet* InFlight(const std::string& id) const;
   // A recorded container whose entry changes only its cpuset, to `cpus`.
   struct CpusMove {
     const TrackedContainer* container;
@@ -223,6 +238,10 @@ class PinningPolicy : public nri::PluginHandler {
   // containers_: every call that can erase from it records these first.
   std::vector<const TrackedContainer*> unrecorded_moves_;
   std::vector<std::string> warnings_;
+  // Unsolicited updates sent and not answered yet (container id -> cpuset), and the containers
+  // a reply moved meanwhile.
+  std::map<std::string, CpuSet> in_flight_;
+  std::set<std::string> moved_in_flight_;
 };
 
 }  // namespace dracpu::policy

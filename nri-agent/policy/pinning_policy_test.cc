@@ -433,6 +433,68 @@ TEST_F(PolicyTest, WidenAfterRelease) {
   EXPECT_THAT(*again, ElementsAre(nri::CpusetUpdate{"s2", {"0-7", ""}, true}));
 }
 
+// An unsolicited widening is in flight (to 0-7, after claim 1 on 2-3 was released) when claim 2
+// takes 2-3 again and its container is created. The creation's reply shrinks both shared
+// containers although the policy has not seen the widening applied: the runtime may apply it
+// first. It may also apply it last, so once it is answered the policy reports the race and the
+// next push moves them off the claim again.
+TEST_F(PolicyTest, AWideningInFlightNeverLeavesAClaimsCpusShared) {
+  seg_.Prepare(1, Cpus("2-3"));
+  ASSERT_TRUE(Create("s1", "p1", "a").ok());
+  ASSERT_TRUE(Create("s2", "p2", "a").ok());
+  seg_.Release(1);
+  auto widen = policy_.PendingPoolUpdates();
+  ASSERT_TRUE(widen.ok());
+  ASSERT_EQ(widen->size(), 2u);
+  policy_.UpdatesSent(*widen);
+
+  seg_.Prepare(2, Cpus("2-3"));
+  // A shared container created meanwhile: nothing to move (the pool is what s1, s2 run on).
+  auto s3 = Create("s3", "p3", "a");
+  ASSERT_TRUE(s3.ok());
+  EXPECT_EQ(s3->adjust.cpus, "0-1,4-7");
+  EXPECT_THAT(s3->updates, IsEmpty());
+  auto x = Create("x2", "p4", "main", {ClaimVar(2, "2-3")});
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  EXPECT_THAT(x->updates, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-7", ""}, false},
+                                      nri::CpusetUpdate{"s2", {"0-1,4-7", ""}, false}));
+
+  // The widening is answered: s1 applied (maybe after the shrink), s2 had exited.
+  auto raced = policy_.UpdatesApplied(*widen, {(*widen)[1]});
+  ASSERT_TRUE(raced.ok());
+  EXPECT_EQ(*raced, 1u);
+  EXPECT_EQ(policy_.containers().at("s1").cpus, Cpus("0-7"));
+  auto repair = policy_.PendingPoolUpdates();
+  ASSERT_TRUE(repair.ok());
+  EXPECT_THAT(*repair, ElementsAre(nri::CpusetUpdate{"s1", {"0-1,4-7", ""}, true}));
+  auto repaired = policy_.UpdatesApplied(*repair, {});
+  ASSERT_TRUE(repaired.ok());
+  EXPECT_EQ(*repaired, 0u);
+  auto settled = policy_.PendingPoolUpdates();
+  ASSERT_TRUE(settled.ok());
+  EXPECT_THAT(*settled, IsEmpty());
+}
+
+// Without a race (no reply in between), an answered push reports none, and a reply during the
+// flight that finds the containers settled on the pool in flight sends nothing again.
+TEST_F(PolicyTest, AWideningInFlightIsNotSentTwice) {
+  seg_.Prepare(1, Cpus("2-3"));
+  ASSERT_TRUE(Create("s1", "p1", "a").ok());
+  seg_.Release(1);
+  auto widen = policy_.PendingPoolUpdates();
+  ASSERT_TRUE(widen.ok());
+  ASSERT_EQ(widen->size(), 1u);
+  policy_.UpdatesSent(*widen);
+  auto s2 = Create("s2", "p2", "a");
+  ASSERT_TRUE(s2.ok());
+  EXPECT_EQ(s2->adjust.cpus, "0-7");
+  EXPECT_THAT(s2->updates, IsEmpty());
+  auto raced = policy_.UpdatesApplied(*widen, {});
+  ASSERT_TRUE(raced.ok());
+  EXPECT_EQ(*raced, 0u);
+  EXPECT_EQ(Recorded("s1")->cpus, Cpus("0-7"));
+}
+
 TEST(PolicyGateTest, SharedPoolUpdatesTable) {
   struct Case {
     SharedPoolUpdates mode;

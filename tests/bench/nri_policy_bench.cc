@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "common/claim_env.h"
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/mux/ttrpc_peer.h"
 #include "nri-agent/nri/convert.h"
 #include "nri-agent/nri/plugin.h"
@@ -304,7 +304,7 @@ void BM_PolicyCreateExclusiveShrink(benchmark::State& state) {
     }
     auto widen = h.policy.PendingPoolUpdates();
     Check(widen.status());
-    Check(h.policy.UpdatesApplied(*widen, {}));
+    Check(h.policy.UpdatesApplied(*widen, {}).status());
     state.ResumeTiming();
   }
   // The baseline: the same bytes through a bare echo, plus encoding those updates.
