@@ -96,7 +96,9 @@ def story(rt):
     cri.stop(names["app-a"][1])
     cri.remove(names["app-a"][1])
     del names["app-a"]
-    node.unprepare(UID_A)
+    released = node.unprepare(UID_A)[UID_A]
+    if released["error"]:
+        raise RuntimeError("unprepare of claim A: %s" % released["error"])
     print("  shared pool is %s again; the running shared container still has:" %
           fmt(node.shared_pool()))
     show(cri, names)
@@ -130,7 +132,10 @@ def main():
     rt = None
     try:
         pb, pb_grpc = realrt.cri_client(work)
-        rt = realrt.RealRuntime(os.path.abspath(args.build_dir), args.suite, pb, pb_grpc).start()
+        # Made before it starts, so that a start that fails or is interrupted half-way is still
+        # taken down (stop() undoes whatever start() did).
+        rt = realrt.RealRuntime(os.path.abspath(args.build_dir), args.suite, pb, pb_grpc)
+        rt.start()
         story(rt)
         return 0
     except Interrupted as e:

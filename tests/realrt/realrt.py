@@ -3,7 +3,7 @@
 (Debian trixie) and 2.1.9 (Debian sid) with runc on cgroupfs, driven through CRI the way the
 kubelet drives it, asserting on the kernel's truth (docs/real-runtimes.md).
 
-    realrt.py BUILD_DIR [--suite trixie|sid ...] [--junit FILE] [--keep-logs DIR]
+    realrt.py BUILD_DIR [--suite trixie|sid ...] [--junit FILE]
 
 Per suite: tests/realrt/chroots.sh makes or reuses the chroot in the cache (DRACPU_REALRT_CACHE,
 default /var/cache/dracpu-realrt); the CRI client is generated here from CRI's own api.proto
@@ -176,6 +176,7 @@ class Containerd:
         self.log_path = log_path
         self.proc = None
         self.socket = chroot.path("/run/containerd/containerd.sock")
+        self.hung = False  # a watchdog saw it hang: the clean-up makes no CRI call
 
     def start(self):
         log = open(self.log_path, "a")
@@ -204,6 +205,7 @@ class Containerd:
         """SIGUSR1: containerd writes its goroutine stacks (to its log, or a file in /tmp)."""
         if self.proc is None or self.proc.poll() is not None:
             return "(containerd not running)"
+        self.hung = True
         os.kill(self.proc.pid, signal.SIGUSR1)
         time.sleep(3)
         out = read(self.log_path)[-20000:]
@@ -647,6 +649,7 @@ class Suite:
         dog = threading.Thread(target=watchdog, daemon=True)
         dog.start()
         cycles = 0
+        stuck = None  # what the main loop's own call raised while the watchdog saw the hang
         try:
             for i in range(6):
                 if stop.is_set():
@@ -671,13 +674,23 @@ class Suite:
                 progress[0] = time.time()
                 cycles += 1
                 time.sleep(0.5)  # resizes meanwhile: their replies widen
+        except self.cri.grpc.RpcError as e:
+            # A CRI call of this loop timed out (CRI_TIMEOUT) after the watchdog (WATCHDOG, shorter)
+            # saw the hang: the hang and its dump are the failure, not the timeout.
+            settle = time.time() + 5  # the dump takes a few seconds to write
+            while hung[0] is None and dog.is_alive() and time.time() < settle:
+                time.sleep(0.2)
+            if hung[0] is None:
+                raise
+            stuck = "%s %s" % (e.code(), e.details())
         finally:
             stop.set()
             for t in threads:
                 t.join(WATCHDOG + 5)
         if hung[0] is not None:
-            raise Fail("containerd hung (no CRI call completed in %d s); goroutine dump:\n%s" %
-                       (WATCHDOG, hung[0]))
+            raise Fail("containerd hung (no CRI call completed in %d s%s); goroutine dump:\n%s" %
+                       (WATCHDOG, "; the claim cycle's call ended with " + stuck if stuck else "",
+                        hung[0]))
         self.check(not errors, "no resize failed: %s" % errors[:3])
         self.check(cycles == 6, "6 claim cycles under %d concurrent resizes, no hang" % counts[0])
         self.cri.update(shared[0], shares=1024)
@@ -732,8 +745,10 @@ class RealRuntime:
 
     def stop(self, show_logs=False):
         """Everything down; the cgroups that could not be removed (none normally)."""
+        # A hung containerd would make every CRI call wait out its timeout: it is killed instead
+        # (its shims and containers by PID below).
         if self.cri is not None and self.containerd.proc is not None and \
-                self.containerd.proc.poll() is None:
+                self.containerd.proc.poll() is None and not self.containerd.hung:
             self.cri.remove_all_pods()
         if self.node is not None:
             if show_logs:
@@ -743,7 +758,7 @@ class RealRuntime:
             self.node.cleanup()
         if show_logs and os.path.exists(self.containerd.log_path):
             self.log("--- containerd log ---\n" + read(self.containerd.log_path)[-3000:])
-        self.containerd.stop()
+        self.containerd.stop(signal.SIGKILL if self.containerd.hung else signal.SIGTERM)
         for pid in self.chroot.processes():  # shims and containers left behind
             try:
                 os.kill(pid, signal.SIGKILL)
