@@ -1,4 +1,4 @@
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>

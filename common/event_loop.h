@@ -1,5 +1,7 @@
-// EventLoop: the one thread of the nri-agent's transport. An epoll set of watched descriptors,
-// one-shot timers and a queue of tasks posted from other threads (woken through an eventfd).
+// EventLoop: an agent's single-threaded event loop: the nri-agent's NRI transport and HTTP
+// server, the dra-agent's main thread (heartbeat, topology poll, signals, HTTP server). An epoll
+// set of watched descriptors, one-shot timers and a queue of tasks posted from other threads
+// (woken through an eventfd).
 // Everything the transport does (reading the trunk, decoding frames, running ttrpc handlers,
 // completing outgoing calls, timeouts) runs as a callback on this loop, so there is no thread per
 // request and no lock in the transport. See docs/nri-transport.md for why epoll and not Asio or

@@ -1,6 +1,6 @@
 // The request side of HttpServer (http_server.h) apart from its sockets, so that parsing and
 // routing are tested and fuzzed as they run: the parser limits and the answer to one request.
-// Internal to common/ (it exposes Boost.Beast types); http_server.cc and tests/fuzz use it.
+// Internal to common/ (it exposes Boost.Beast types); http_connection.cc and tests/fuzz use it.
 #pragma once
 
 #include <boost/beast/http.hpp>
@@ -29,5 +29,8 @@ void Limit(Parser& parser);
 // path (query ignored) that is not a route, else the route's response; HEAD without the body;
 // keep-alive as the request asked. The path in a 404 body is escaped.
 Response Answer(const Request& request, const std::map<std::string, HttpHandler>& routes);
+
+// The bytes of `response` on the wire (status line, headers, body as it is: empty for HEAD).
+std::string Serialize(const Response& response);
 
 }  // namespace dracpu::http_request

@@ -1,7 +1,11 @@
 // HttpServer: the small HTTP/1.1 endpoint each agent serves on --bind-address for /metrics,
 // /healthz and /readyz. GET and HEAD only; unknown paths are 404, other methods 405.
-// One I/O thread (Boost.Asio/Beast); handlers run on it, so they must be quick and thread-safe
-// with respect to the rest of the agent. Slow clients are dropped after 10 s.
+//
+// It has no thread of its own: it serves on the agent's event loop (common/event_loop.h), the
+// dra-agent's main loop and the nri-agent's NRI loop, so the handlers run on that thread, one
+// at a time, between the loop's other work, and must be quick. What a connection does with its
+// bytes is HttpConnection (http_connection.h). A client gets 10 s for each request (slow ones
+// are dropped), and at most 64 connections are open at once (more are closed on accept).
 #pragma once
 
 #include <functional>
@@ -9,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "common/event_loop.h"
 #include "common/status.h"
 
 namespace dracpu {
@@ -31,15 +36,20 @@ Result<BindAddress> ParseBindAddress(const std::string& text);
 
 class HttpServer {
  public:
-  // Binds and starts serving `routes` (exact paths). Port 0 picks a free port (see port()).
-  static Result<std::unique_ptr<HttpServer>> Start(const std::string& bind_address,
+  // Binds and starts serving `routes` (exact paths) on `loop`. Port 0 picks a free port (see
+  // port()). An empty host listens on every IPv6 and IPv4 address (IPv4 only where the kernel
+  // has no IPv6). Call on the loop thread or while the loop does not run; `loop` must outlive
+  // the server.
+  static Result<std::unique_ptr<HttpServer>> Start(loop::EventLoop& loop,
+                                                   const std::string& bind_address,
                                                    std::map<std::string, HttpHandler> routes);
+  // Stop(), on the loop thread or while the loop does not run.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const;
-  // Stops accepting, closes connections and joins the I/O thread. Idempotent.
+  // Stops accepting and closes every connection. Idempotent; same thread rule as Start.
   void Stop();
 
  private:

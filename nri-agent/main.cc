@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/driver_config.h"
+#include "common/event_loop.h"
 #include "common/file_system.h"
 #include "common/flag_parser.h"
 #include "common/http_server.h"
@@ -34,7 +35,6 @@
 #include "common/unique_fd.h"
 #include "dracpu_version.h"
 #include "nri-agent/agent/nri_agent.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "shm-schema/segment.h"
 
@@ -201,7 +201,9 @@ int Run(const Flags& flags) {
                          : HttpResponse{503, "text/plain; charset=utf-8",
                                         "not ready: segment not attached or not synchronized\n"};
   };
-  auto http = HttpServer::Start(flags.bind_address, std::move(routes));
+  // On the NRI loop (no thread of its own): a loop stuck in a handler answers no probe at all,
+  // which the kubelet counts as a failed probe as it would a 503.
+  auto http = HttpServer::Start(l, flags.bind_address, std::move(routes));
   if (!http.ok()) {
     LOG(ERROR) << "--bind-address " << flags.bind_address << ": " << http.status().ToString();
     return 1;

@@ -1,11 +1,10 @@
 #include "dra-agent/agent/dra_agent.h"
 
 #include <glog/logging.h>
-#include <poll.h>
 #include <pthread.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <sys/timerfd.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -201,9 +200,10 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   ASSIGN_OR_RETURN(std::vector<std::string> repaired, preparer_->Reconcile());
   for (const std::string& line : repaired) LOG(WARNING) << "reconcile: " << line;
 
-  // 4. HTTP.
+  // 4. HTTP, on the event loop Run() runs (requests wait in the listen backlog until then).
+  ASSIGN_OR_RETURN(loop_, loop::EventLoop::Create(env_.clock));
   ASSIGN_OR_RETURN(
-      http_, HttpServer::Start(config.bind_address,
+      http_, HttpServer::Start(*loop_, config.bind_address,
                                {{"/metrics", [this] { return Metrics(); }},
                                 {"/healthz",
                                  [] {
@@ -235,7 +235,6 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   };
   ASSIGN_OR_RETURN(publisher_, SlicePublisher::Create(*client_, env_.clock, env_.random, spo));
   publisher_->SetDesired(catalog_);
-  publisher_for_http_.store(publisher_.get(), std::memory_order_release);
   publisher_thread_ = std::jthread([this](const std::stop_token& stop) {
     pthread_setname_np(pthread_self(), "slice-publisher");
     publisher_->Run(stop);
@@ -264,7 +263,6 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, env_.sysfs, *segment_,
                                                   kNriSilenceLimit, BoottimeNow,
                                                   [this] { return KubeletCpuManagerProblem(); });
-  health_for_metrics_.store(health_.get(), std::memory_order_release);
   streamer_ = std::make_unique<HealthStreamer>(*health_, HealthStreamOptions{}, env_.clock);
   KubeletPluginServerOptions ko;
   ko.paths = paths;
@@ -279,7 +277,6 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
           LOG(ERROR) << "the kubelet refused the registration: " << error;
         }
       }));
-  kubelet_for_http_.store(kubelet_.get(), std::memory_order_release);
   LOG(INFO) << "serving the kubelet on " << paths.dra_socket << " (registration "
             << paths.registration_socket << "), HTTP on port " << http_->port();
   return Status::Ok();
@@ -304,7 +301,7 @@ HttpResponse DraAgent::Metrics() {
         nri->heartbeat_age ? *nri->heartbeat_age : BoottimeNow() - started_boottime_;
     m.nri_heartbeat_age.Set({}, std::chrono::duration<double>(age).count());
   }
-  if (DeviceHealthMonitor* health = health_for_metrics_.load(std::memory_order_acquire)) {
+  if (DeviceHealthMonitor* health = health_.get()) {
     double by_state[3] = {0, 0, 0};  // DeviceHealthState: unknown, healthy, unhealthy
     for (const DeviceHealthReport& r : health->CurrentHealth()) {
       const int i = static_cast<int>(r.state);
@@ -326,9 +323,7 @@ std::string DraAgent::KubeletCpuManagerProblem() const {
 }
 
 SlicePublisherStats DraAgent::PublisherStats() const {
-  if (const SlicePublisher* p = publisher_for_http_.load(std::memory_order_acquire)) {
-    return p->stats();
-  }
+  if (publisher_ != nullptr) return publisher_->stats();
   SlicePublisherStats starting;
   starting.last_error = "the agent is starting";
   return starting;
@@ -425,53 +420,32 @@ HttpResponse DraAgent::SlicesStatus() {
   return {200, "application/json", std::string(b.GetString(), b.GetSize()) + "\n"};
 }
 
-namespace {
-
-// A periodic CLOCK_MONOTONIC timerfd, first expiring one period from now.
-Result<UniqueFd> PeriodicTimer(std::chrono::nanoseconds period) {
-  UniqueFd timer(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
-  if (!timer) return ErrnoStatus("timerfd_create", errno);
-  itimerspec spec{};
-  spec.it_interval.tv_sec = static_cast<time_t>(period.count() / 1'000'000'000);
-  spec.it_interval.tv_nsec =
-      static_cast<decltype(spec.it_interval.tv_nsec)>(period.count() % 1'000'000'000);
-  spec.it_value = spec.it_interval;
-  if (::timerfd_settime(timer.get(), 0, &spec, nullptr) != 0) {
-    return ErrnoStatus("timerfd_settime", errno);
-  }
-  return timer;
-}
-
-// Consumes a timerfd's expirations; true when it had expired.
-bool Expired(const pollfd& p) {
-  uint64_t expirations = 0;
-  return p.revents != 0 && ::read(p.fd, &expirations, sizeof expirations) == sizeof expirations;
-}
-
-}  // namespace
-
 Status DraAgent::Run(int stop_fd, const std::function<void()>& on_heartbeat) {
-  ASSIGN_OR_RETURN(UniqueFd heartbeat, PeriodicTimer(kHeartbeatInterval));
-  ASSIGN_OR_RETURN(UniqueFd topology, PeriodicTimer(TopologyWatcherOptions{}.interval));
+  // Each timer re-arms itself when it runs, so a late turn (a slow /metrics, a long topology
+  // read) delays the next one instead of bunching them up.
+  loop::EventLoop::TimerId heartbeat_timer = 0;
+  loop::EventLoop::TimerId poll_timer = 0;
+  std::function<void()> heartbeat = [&] {
+    segment_->Heartbeat();
+    if (on_heartbeat) on_heartbeat();
+    heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
+  };
+  std::function<void()> poll_topology = [&] {
+    watcher_->Poll().status().IgnoreError();  // counted in the watcher's stats; retried next time
+    poll_timer = loop_->AddTimer(TopologyWatcherOptions{}.interval, poll_topology);
+  };
+  heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
+  poll_timer = loop_->AddTimer(TopologyWatcherOptions{}.interval, poll_topology);
   segment_->Heartbeat();
   if (on_heartbeat) on_heartbeat();
-  while (true) {
-    // A SIGTERM (readable stop_fd) ends the wait at once, whatever is left of the interval.
-    pollfd fds[3] = {
-        {stop_fd, POLLIN, 0}, {heartbeat.get(), POLLIN, 0}, {topology.get(), POLLIN, 0}};
-    int n;
-    do {
-      n = ::poll(fds, 3, -1);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return ErrnoStatus("poll", errno);
-    if (fds[0].revents != 0) return Status::Ok();
-    if (Expired(fds[1])) {
-      segment_->Heartbeat();
-      if (on_heartbeat) on_heartbeat();
-    }
-    // Counted in the watcher's stats; the next poll retries.
-    if (Expired(fds[2])) watcher_->Poll().status().IgnoreError();
-  }
+  // A SIGTERM (readable stop_fd) ends the loop at once, whatever is left of the intervals.
+  auto stop = loop_->Watch(stop_fd, EPOLLIN, [this](uint32_t) { loop_->Stop(); });
+  const Status run = stop.ok() ? loop_->Run() : stop.status();
+  if (stop.ok()) loop_->Unwatch(*stop);
+  // They refer to this call's functions.
+  loop_->CancelTimer(heartbeat_timer);
+  loop_->CancelTimer(poll_timer);
+  return run;
 }
 
 void DraAgent::Stop() {

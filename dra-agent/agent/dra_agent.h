@@ -4,17 +4,18 @@
 //      config and topology summaries the nri-agent reads;
 //   3. the CDI directory, and Reconcile() of shared memory with the CDI specs, so a claim
 //      prepared before a crash stays reserved;
-//   4. /metrics, /healthz, /readyz; the ResourceSlice publisher (kept true against the API) and
-//      the sysfs watcher that republishes when CPUs go online or offline;
+//   4. /metrics, /healthz, /readyz (served by Run() on the agent's event loop); the ResourceSlice
+//      publisher (kept true against the API, on its own thread) and the sysfs watcher that
+//      republishes when CPUs go online or offline;
 //   5. last, the kubelet-facing gRPC servers (DRA v1/v1beta1, health) and the registration
 //      socket: the kubelet can only call Prepare once everything above is ready.
 // Stop() (or destruction) deregisters first, then stops the rest. Every real implementation
 // (filesystems, clock, randomness, the API client, the kubelet sockets) comes from the DraEnv
-// main() builds (dra_env.h); the agent constructs none. Thread safety: Start/Stop from one
-// thread; the servers run on their own threads.
+// main() builds (dra_env.h); the agent constructs none. Thread safety: Start, Run and Stop from
+// one thread (main's): Run's event loop serves HTTP and runs the timers there; the publisher and
+// the kubelet's gRPC server run on their own threads.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/cpu_topology.h"
+#include "common/event_loop.h"
 #include "common/file_system.h"
 #include "common/http_server.h"
 #include "common/metrics.h"
@@ -58,19 +60,17 @@ class DraAgent {
   DraAgent(const DraAgent&) = delete;
   DraAgent& operator=(const DraAgent&) = delete;
 
-  // Heartbeats into shared memory every 5 s (a timerfd) until `stop_fd` becomes readable
-  // (main passes its signalfd; the fd is not read), calling `on_heartbeat` after each (main sends
-  // systemd's WATCHDOG=1 there); returns then, or with the error of the timers or the wait.
-  // The same thread polls the topology watcher (CPU hotplug) every 10 s on a second timerfd.
-  // Between the timers the thread blocks in the kernel.
+  // The agent's event loop on the calling thread, until `stop_fd` becomes readable (main passes
+  // its signalfd; the fd is not read); returns then, or with the error of the wait. On the loop:
+  // the HTTP server (/metrics, /healthz, /readyz; connections made since Start wait in the
+  // listen backlog until Run), a heartbeat into shared memory every 5 s, calling `on_heartbeat`
+  // after each (main sends systemd's WATCHDOG=1 there), and the topology watcher's poll (CPU
+  // hotplug) every 10 s. Both timers run on env.clock. Between them the thread blocks in the
+  // kernel.
   Status Run(int stop_fd, const std::function<void()>& on_heartbeat = {});
   void Stop();
 
-  // From any thread: the HTTP handlers ask while Start() is still making the parts.
-  bool registered() const {
-    const KubeletPluginServer* kubelet = kubelet_for_http_.load(std::memory_order_acquire);
-    return kubelet != nullptr && kubelet->registered();
-  }
+  bool registered() const { return kubelet_ != nullptr && kubelet_->registered(); }
   bool slices_published() const { return PublisherStats().published; }
   int http_port() const { return http_ ? http_->port() : 0; }
   const CpuTopology& topology() const { return topology_; }
@@ -106,12 +106,7 @@ class DraAgent {
   std::unique_ptr<DraMetrics> dra_metrics_;
   std::unique_ptr<ProcessMetrics> process_metrics_;
   const std::chrono::nanoseconds started_boottime_ = BoottimeNow();
-  // What the HTTP handlers (their own thread, serving from step 4 of StartParts) read of the parts
-  // made after the HTTP server started: each is set once its part exists, which outlives them.
-  std::atomic<DeviceHealthMonitor*> health_for_metrics_{nullptr};
-  std::atomic<const SlicePublisher*> publisher_for_http_{nullptr};
-  std::atomic<const KubeletPluginServer*> kubelet_for_http_{nullptr};
-  // The publisher's stats, or "not published yet" while it is being made.
+  // The publisher's stats, or "not published yet" before it exists.
   SlicePublisherStats PublisherStats() const;
   std::unique_ptr<CpuClaimPreparer> preparer_;
   // With an API client: the claims' status.devices (KEP-4817), behind the logging layer.
@@ -120,6 +115,7 @@ class DraAgent {
   std::unique_ptr<LoggingClaimPreparer> logged_preparer_;  // what the kubelet calls
   std::unique_ptr<DeviceHealthMonitor> health_;
   std::unique_ptr<HealthStreamer> streamer_;
+  std::unique_ptr<loop::EventLoop> loop_;  // Run()'s; made by Start for the HTTP server
   std::unique_ptr<HttpServer> http_;
   CatalogOptions catalog_options_;
   std::unique_ptr<SlicePublisher> publisher_;

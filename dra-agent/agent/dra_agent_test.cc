@@ -176,6 +176,36 @@ TEST_F(DraAgentTest, StartPrepareSignalStop) {
   EXPECT_TRUE(kubelet_->shut_down());
 }
 
+// Run's timers are on the injected clock: each heartbeat here moves virtual time on by one
+// interval, so the loop runs the next heartbeat at once, and the topology poll every second
+// one, which sees CPU 3 go offline (the hotplug path: shared memory's online CPUs).
+TEST_F(DraAgentTest, RunsHeartbeatsAndTopologyPollsOnTheInjectedClock) {
+  auto agent = DraAgent::Start(config_, "test", Env());
+  ASSERT_THAT(agent, IsOk());
+  ASSERT_THAT(sysfs_tree_->CpuFile("online", "0-2\n").status(), IsOk());
+  UniqueFd stop(::eventfd(0, EFD_CLOEXEC));
+  ASSERT_TRUE(stop.valid());
+  int beats = 0;
+  EXPECT_THAT((*agent)->Run(stop.get(),
+                            [&] {
+                              if (++beats < 5) {
+                                clock_.Advance(std::chrono::seconds(5));
+                              } else {
+                                const uint64_t one = 1;
+                                ASSERT_EQ(::write(stop.get(), &one, sizeof one), 8);
+                              }
+                            }),
+              IsOk());
+  EXPECT_EQ(beats, 5);
+  shm::OpenOptions reader;
+  auto segment = shm::Segment::Open(config_.shm_path, reader);
+  ASSERT_THAT(segment, IsOk());
+  auto snapshot = (*segment)->ReadSnapshot();
+  ASSERT_THAT(snapshot, IsOk());
+  EXPECT_EQ(snapshot->topology.online.ToListString(), "0-2");
+  (*agent)->Stop();
+}
+
 TEST_F(DraAgentTest, StartFailsWithTheClientFactorysError) {
   DraEnv env = Env();
   env.kube_client = []() -> Result<std::unique_ptr<kube::KubeClient>> {

@@ -31,10 +31,10 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/event_loop.h"
 #include "common/metrics.h"
 #include "common/status.h"
 #include "nri-agent/agent/nri_env.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/nri/reconnecting_plugin.h"
 #include "nri-agent/nri/types.h"

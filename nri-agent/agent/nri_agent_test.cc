@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/fake_clock.h"

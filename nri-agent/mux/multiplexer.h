@@ -27,9 +27,9 @@
 #include <string>
 #include <string_view>
 
+#include "common/event_loop.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/mux/frame.h"
 #include "nri-agent/ttrpc/message_sink.h"
 

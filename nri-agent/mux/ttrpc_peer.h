@@ -14,9 +14,9 @@
 #include <functional>
 #include <memory>
 
+#include "common/event_loop.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/mux/multiplexer.h"
 #include "nri-agent/ttrpc/client.h"
 #include "nri-agent/ttrpc/server.h"

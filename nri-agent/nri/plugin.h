@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include "common/event_loop.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/types.h"
 
 namespace dracpu::mux {

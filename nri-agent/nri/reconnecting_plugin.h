@@ -15,9 +15,9 @@
 #include <memory>
 
 #include "common/backoff.h"
+#include "common/event_loop.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "nri-agent/nri/types.h"
 

@@ -20,8 +20,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/event_loop.h"
 #include "common/status.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/ttrpc/frame.h"
 #include "nri-agent/ttrpc/message_sink.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/ttrpc/client.h"
 #include "nri-agent/ttrpc/envelope.h"
 #include "nri-agent/ttrpc/frame.h"

@@ -25,8 +25,8 @@
 #include <string>
 #include <thread>
 
+#include "common/event_loop.h"
 #include "nri-agent/agent/nri_agent.h"
-#include "nri-agent/loop/event_loop.h"
 #include "shm-schema/segment.h"
 #include "tests/bench/ttrpc_echo_baseline.h"
 #include "tests/sim/runtime/runtime_sim.h"

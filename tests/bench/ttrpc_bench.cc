@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/mux/ttrpc_peer.h"
 #include "nri-agent/nri/convert.h"
 #include "nri-agent/nri/plugin.h"

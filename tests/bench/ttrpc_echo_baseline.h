@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/mux/ttrpc_peer.h"
 
 namespace dracpu::bench {

@@ -8,12 +8,14 @@
 // closes that connection either way); a request over the limits
 // is refused before its bytes are kept; every answer serializes to a response that parses back
 // with the same status and a Content-Length equal to its body (none for HEAD), 200 only for a
-// route, and a body with nothing from the request unescaped.
+// route, and a body with nothing from the request unescaped; and the server's own connection
+// (HttpConnection) answers exactly those bytes and ends where they end.
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <string>
 #include <vector>
 
+#include "common/http_connection.h"
 #include "common/http_request.h"
 #include "common/log_escape.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -45,7 +47,23 @@ struct Parsed {
   std::vector<std::string> answers;  // serialized responses
   bool failed = false;
   bool waiting = false;  // the input ended inside a request
+  bool closed = false;   // an answer ended the connection
 };
+
+// What the server's connection (HttpConnection, as HttpServer runs it) answers to `pieces`:
+// the same bytes as the reference loop above, and done exactly when it refused or closed.
+void CheckConnection(const std::vector<std::string_view>& pieces, const Parsed& reference,
+                     std::string_view input) {
+  HttpConnection connection(Routes());
+  std::string wire;
+  for (std::string_view piece : pieces) connection.Receive(piece, wire);
+  std::string expected;
+  for (const std::string& a : reference.answers) expected += a;
+  Check(wire == expected, "the connection answered other bytes than the parser loop", input);
+  Check(connection.done() == (reference.failed || reference.closed),
+        "the connection ended where the parser loop did not, or the reverse", input);
+  Check(connection.answered() == reference.answers.size(), "answered count differs", input);
+}
 
 // Feeds `pieces` to parsers as the server's read loop does: one request per parser, the
 // unconsumed rest carried over to the next.
@@ -83,16 +101,7 @@ Parsed Serve(const std::vector<std::string_view>& pieces, std::string_view input
       Check(response.result_int() == 200 ||
                 IsLogSafe(body.substr(0, body.find_last_not_of('\n') + 1)),
             "an error answer carries unescaped request bytes", input);
-      http::response_serializer<http::string_body> serializer(response);
-      std::string wire;
-      boost::beast::error_code wec;
-      while (!serializer.is_done()) {
-        serializer.next(wec, [&](boost::beast::error_code&, const auto& buffers) {
-          for (const auto& b : buffers) wire.append(static_cast<const char*>(b.data()), b.size());
-          serializer.consume(boost::asio::buffer_size(buffers));
-        });
-        if (wec) Broken("an answer does not serialize", input);
-      }
+      std::string wire = http_request::Serialize(response);
       http::response_parser<http::string_body> back;
       back.eager(true);
       back.skip(request.method() == http::verb::head);
@@ -104,7 +113,12 @@ Parsed Serve(const std::vector<std::string_view>& pieces, std::string_view input
       if (request.method() != http::verb::head) {
         Check(back.get().body() == response.body(), "an answer's body changed on the wire", input);
       }
+      const bool keep_alive = response.keep_alive();
       out.answers.push_back(std::move(wire));
+      if (!keep_alive) {
+        out.closed = true;
+        return out;
+      }
       parser = std::make_unique<http_request::Parser>();
       http_request::Limit(*parser);
       request_bytes = 0;
@@ -122,8 +136,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input = fuzz::AsText(data, size);
   const fuzz::Selected s = fuzz::Select(input);
   const size_t cut = s.rest.size() * s.selector / 255;
-  const fuzz::Parsed whole = fuzz::Serve({s.rest}, input);
-  const fuzz::Parsed split = fuzz::Serve({s.rest.substr(0, cut), s.rest.substr(cut)}, input);
+  const std::vector<std::string_view> one = {s.rest};
+  const std::vector<std::string_view> two = {s.rest.substr(0, cut), s.rest.substr(cut)};
+  const fuzz::Parsed whole = fuzz::Serve(one, input);
+  const fuzz::Parsed split = fuzz::Serve(two, input);
+  fuzz::CheckConnection(one, whole, input);
+  fuzz::CheckConnection(two, split, input);
   const bool same_end =
       whole.failed == split.failed || (whole.failed ? split.waiting : whole.waiting);
   fuzz::Check(same_end && whole.answers == split.answers, "the cut changed what was parsed", input);

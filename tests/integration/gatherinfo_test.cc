@@ -19,6 +19,7 @@
 #include "common/http_server.h"
 #include "dra-agent/diagnostics/gatherinfo_command.h"
 #include "shm-schema/segment.h"
+#include "tests/testing/loop_thread.h"
 #include "tests/testing/shared_data.h"
 #include "tests/testing/shm_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -264,10 +265,13 @@ TEST(GatherInfo, ShowsTheAgentsResourceSliceState) {
       R"("Required value: required when validRange is defined","request":"POST resourceslices",)"
       R"("count":3}],"shapeNotes":["pcieRoot left out of cpudevnuma001"],"server":{"version":)"
       R"("v1.36.0","features":{"DRAConsumableCapacity":{"state":"kept","evidence":"probe"}}}})";
-  auto server =
-      HttpServer::Start("127.0.0.1:0", {{"/debug/resourceslices", [&] {
-                                           return HttpResponse{200, "application/json", state};
-                                         }}});
+  testing::LoopThread loop;
+  auto server = loop.Call([&] {
+    return HttpServer::Start(loop.loop(), "127.0.0.1:0",
+                             {{"/debug/resourceslices", [&] {
+                                 return HttpResponse{200, "application/json", state};
+                               }}});
+  });
   ASSERT_THAT(server, IsOk());
   const std::string url = "http://127.0.0.1:" + std::to_string((*server)->port());
   DRACPU_REQUIRE_SHARED_DIR(shared);
@@ -293,7 +297,7 @@ TEST(GatherInfo, ShowsTheAgentsResourceSliceState) {
   YAML::Node y = YAML::Load(yaml.out);
   EXPECT_EQ(y["agent"]["resourceSlices"]["errors"][0]["code"].as<std::string>(), "422");
   EXPECT_TRUE(y["topology"].IsMap());
-  (*server)->Stop();
+  loop.Call([&] { (*server)->Stop(); });
   const CommandRun gone =
       Gather({"--sysfs-root", (*tree)->path(), "--format", "summary", "--agent", url});
   EXPECT_EQ(gone.code, kExitOk);

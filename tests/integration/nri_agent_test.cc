@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/nri/plugin.h"
 #include "tests/sim/runtime/runtime_sim.h"
 #include "tests/testing/policy_test_util.h"

@@ -39,7 +39,7 @@
 #include <string>
 #include <string_view>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "tests/sim/runtime/runtime_sim.h"
 
 namespace dracpu::sim {

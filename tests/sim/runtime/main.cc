@@ -27,7 +27,7 @@
 #include <sstream>
 #include <string>
 
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "tests/sim/runtime/cgroup_cpusets.h"
 #include "tests/sim/runtime/control_session.h"
 #include "tests/sim/runtime/runtime_sim.h"

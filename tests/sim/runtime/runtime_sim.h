@@ -38,7 +38,7 @@
 
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "nri-agent/loop/event_loop.h"
+#include "common/event_loop.h"
 #include "nri-agent/nri/types.h"
 #include "tests/sim/runtime/cgroup_cpusets.h"
 

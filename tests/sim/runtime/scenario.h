@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "common/event_loop.h"
 #include "common/status.h"
-#include "nri-agent/loop/event_loop.h"
 #include "nri-agent/nri/types.h"
 #include "tests/sim/runtime/runtime_sim.h"
 
