@@ -1,6 +1,65 @@
 #include "nri-agent/nri/convert.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 namespace dracpu::nri {
+namespace {
+
+using ::google::protobuf::io::CodedOutputStream;
+
+// The tag of a length-delimited field (wire type 2: strings, bytes, messages).
+constexpr uint32_t LengthDelimitedTag(int field) { return (static_cast<uint32_t>(field) << 3) | 2; }
+
+// Appends `updates` as the repeated ContainerUpdate field `field`. A ContainerUpdate is
+// container_id (1), linux (2), ignore_failure (3), written in that order as the generated code
+// does; fields 2 and 3 are the same bytes for every update to one cpuset, so they are
+// serialized once per (cpuset, ignore_failure) and copied after each id.
+void AppendUpdates(int field, const std::vector<CpusetUpdate>& updates, std::string& out) {
+  struct Tail {
+    const CpusetUpdate* first;  // the first update with these fields 2 and 3
+    std::string bytes;
+  };
+  std::vector<Tail> tails;  // usually one: the pool
+  std::vector<size_t> tail_of;
+  tail_of.reserve(updates.size());
+  for (const CpusetUpdate& u : updates) {
+    size_t t = 0;
+    while (t < tails.size() && !(tails[t].first->ignore_failure == u.ignore_failure &&
+                                 tails[t].first->cpuset == u.cpuset)) {
+      ++t;
+    }
+    if (t == tails.size()) {
+      api::ContainerUpdate without_id;
+      ToProto(CpusetUpdate{"", u.cpuset, u.ignore_failure}, &without_id);
+      tails.push_back({&u, without_id.SerializeAsString()});
+    }
+    tail_of.push_back(t);
+  }
+  ::google::protobuf::io::StringOutputStream stream(&out);
+  CodedOutputStream coded(&stream);
+  const uint32_t update_tag = LengthDelimitedTag(field);
+  const uint32_t id_tag = LengthDelimitedTag(api::ContainerUpdate::kContainerIdFieldNumber);
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const std::string& id = updates[i].container_id;
+    const std::string& tail = tails[tail_of[i]].bytes;
+    // An empty id is not written at all (proto3), as the generated code does.
+    const uint32_t id_size = static_cast<uint32_t>(id.size());
+    const size_t id_bytes = id.empty() ? 0
+                                       : CodedOutputStream::VarintSize32(id_tag) +
+                                             CodedOutputStream::VarintSize32(id_size) + id.size();
+    coded.WriteVarint32(update_tag);
+    coded.WriteVarint32(static_cast<uint32_t>(id_bytes + tail.size()));
+    if (!id.empty()) {
+      coded.WriteVarint32(id_tag);
+      coded.WriteVarint32(id_size);
+      coded.WriteRaw(id.data(), static_cast<int>(id.size()));
+    }
+    coded.WriteRaw(tail.data(), static_cast<int>(tail.size()));
+  }
+}
+
+}  // namespace
 
 Pod FromProto(const api::PodSandbox& pod) {
   Pod out;
@@ -69,6 +128,24 @@ void ToProto(const CreateContainerResult& result, api::CreateContainerResponse* 
     ToProto(result.adjust, out->mutable_adjust()->mutable_linux()->mutable_resources());
   }
   for (const CpusetUpdate& u : result.updates) ToProto(u, out->add_update());
+}
+
+std::string SerializeCreateContainerResponse(const CreateContainerResult& result) {
+  CreateContainerResult adjust_only;
+  adjust_only.adjust = result.adjust;
+  api::CreateContainerResponse head;
+  ToProto(adjust_only, &head);
+  std::string out = head.SerializeAsString();
+  AppendUpdates(api::CreateContainerResponse::kUpdateFieldNumber, result.updates, out);
+  return out;
+}
+
+std::string SerializeUpdatesResponse(const std::vector<CpusetUpdate>& updates) {
+  static_assert(static_cast<int>(api::UpdateContainerResponse::kUpdateFieldNumber) ==
+                static_cast<int>(api::StopContainerResponse::kUpdateFieldNumber));
+  std::string out;
+  AppendUpdates(api::UpdateContainerResponse::kUpdateFieldNumber, updates, out);
+  return out;
 }
 
 void ToProto(const Pod& pod, api::PodSandbox* out) {

@@ -2,6 +2,7 @@
 // Only nri-agent/nri/ includes this header: it is the edge where generated code stops.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nri-agent/nri/types.h"
@@ -21,6 +22,14 @@ CpusetUpdate FromProto(const api::ContainerUpdate& update);
 void ToProto(const Cpuset& cpuset, api::LinuxResources* resources);
 void ToProto(const CpusetUpdate& update, api::ContainerUpdate* out);
 void ToProto(const CreateContainerResult& result, api::CreateContainerResponse* out);
+
+// The wire bytes of the replies that carry updates, exactly what the generated serializer
+// writes for the same message (ToProto, then SerializeAsString), but each distinct
+// LinuxContainerUpdate encoded once: a pool change is hundreds of updates to one cpuset, and
+// this is the container-start path (CreateContainerResponse: adjust = 1, update = 2;
+// UpdateContainerResponse and StopContainerResponse: update = 1).
+std::string SerializeCreateContainerResponse(const CreateContainerResult& result);
+std::string SerializeUpdatesResponse(const std::vector<CpusetUpdate>& updates);
 
 // Used by tests and the runtime simulator to build what a runtime would send.
 void ToProto(const Pod& pod, api::PodSandbox* out);

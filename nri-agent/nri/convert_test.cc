@@ -62,6 +62,52 @@ TEST(Convert, CreateResultSetsOnlyWhatIsThere) {
   EXPECT_EQ(cpus_only.update(0).linux().resources().cpu().cpus(), "2-7");
 }
 
+// The direct encoders write exactly the generated serializer's bytes, so the runtime (Go's
+// protobuf) reads the same message: every combination of adjust, cpusets, mems, ignore_failure,
+// an empty id, one cpuset for many containers and several distinct ones.
+TEST(Convert, DirectEncodingIsTheGeneratedSerialization) {
+  std::vector<CpusetUpdate> pool_change;
+  for (int i = 0; i < 300; ++i) {
+    pool_change.push_back(
+        {"container-" + std::to_string(i) + std::string(60, 'f'), {"0-19,40-47,58-63", ""}, true});
+  }
+  const std::vector<std::vector<CpusetUpdate>> update_lists = {
+      {},
+      pool_change,
+      {{"a", {"1-3", ""}, false},
+       {"b", {"1-3", "0"}, false},
+       {"c", {"1-3", ""}, true},
+       {"", {"4", ""}, false},
+       {"d", {"", "1"}, true},
+       {"e", {"", ""}, false},
+       {"f", {"1-3", ""}, false}},
+  };
+  const Cpuset adjusts[] = {{"", ""}, {"2-3", ""}, {"2-3", "0-1"}, {"", "1"}};
+  for (const auto& updates : update_lists) {
+    for (const Cpuset& adjust : adjusts) {
+      const CreateContainerResult result{adjust, updates};
+      api::CreateContainerResponse generated;
+      ToProto(result, &generated);
+      EXPECT_EQ(SerializeCreateContainerResponse(result), generated.SerializeAsString())
+          << updates.size() << " updates, adjust " << adjust.cpus << "/" << adjust.mems;
+    }
+    api::UpdateContainerResponse update;
+    api::StopContainerResponse stop;
+    for (const CpusetUpdate& u : updates) {
+      ToProto(u, update.add_update());
+      ToProto(u, stop.add_update());
+    }
+    EXPECT_EQ(SerializeUpdatesResponse(updates), update.SerializeAsString());
+    EXPECT_EQ(SerializeUpdatesResponse(updates), stop.SerializeAsString());
+    api::CreateContainerResponse back;
+    ASSERT_TRUE(back.ParseFromString(SerializeCreateContainerResponse({{}, updates})));
+    ASSERT_EQ(back.update_size(), static_cast<int>(updates.size()));
+    for (size_t i = 0; i < updates.size(); ++i) {
+      EXPECT_EQ(FromProto(back.update(static_cast<int>(i))), updates[i]);
+    }
+  }
+}
+
 TEST(Convert, ConfigureRequest) {
   api::ConfigureRequest pb;
   pb.set_runtime_name("containerd");

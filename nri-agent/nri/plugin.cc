@@ -1,6 +1,7 @@
 #include "nri-agent/nri/plugin.h"
 
 #include <fcntl.h>
+#include <google/protobuf/arena.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,27 +23,39 @@ bool IsNameChar(char c) {
          c == '.' || c == '+' || c == '-';
 }
 
-// Registers `method` on `server`: parses Req, runs fn(req, &resp), answers resp or the error.
-template <typename Req, typename Resp, typename Fn>
-void Serve(ttrpc::Server& server, const char* method, Fn fn) {
+// Registers `method` on `server`: parses Req, runs fn(req), answers the bytes it returns or its
+// error. The request is parsed on an arena whose first block is on the stack: a
+// CreateContainerRequest is a few hundred small messages (env, mounts, annotations, labels),
+// and this is the container-start path.
+template <typename Req, typename Fn>
+void ServeBytes(ttrpc::Server& server, const char* method, Fn fn) {
   server.Register(
       kPluginService, method,
       [method, fn](const ttrpc::CallInfo&, const std::string& payload,
                    const ttrpc::Responder& done) {
-        Req request;
-        if (!request.ParseFromString(payload)) {
+        alignas(16) char first_block[16 * 1024];
+        google::protobuf::ArenaOptions options;
+        options.initial_block = first_block;
+        options.initial_block_size = sizeof first_block;
+        google::protobuf::Arena arena(options);
+        Req* request = google::protobuf::Arena::CreateMessage<Req>(&arena);
+        if (!request->ParseFromString(payload)) {
           done(InvalidArgumentError(std::string(method) + ": request of " +
                                     std::to_string(payload.size()) + " bytes does not parse"));
           return;
         }
-        Resp response;
-        Status status = fn(request, &response);
-        if (!status.ok()) {
-          done(status);
-          return;
-        }
-        done(response.SerializeAsString());
+        done(fn(*request));
       });
+}
+
+// As ServeBytes, for a handler that fills a generated response: fn(req, &resp).
+template <typename Req, typename Resp, typename Fn>
+void Serve(ttrpc::Server& server, const char* method, Fn fn) {
+  ServeBytes<Req>(server, method, [fn](const Req& request) -> Result<std::string> {
+    Resp response;
+    RETURN_IF_ERROR(fn(request, &response));
+    return response.SerializeAsString();
+  });
 }
 
 }  // namespace
@@ -176,9 +189,10 @@ void Plugin::RegisterHandlers() {
         return Status::Ok();
       });
 
-  Serve<api::CreateContainerRequest, api::CreateContainerResponse>(
+  // The three replies that carry updates (hundreds after a pool change) are encoded directly.
+  ServeBytes<api::CreateContainerRequest>(
       server, "CreateContainer",
-      [this](const api::CreateContainerRequest& req, api::CreateContainerResponse* resp) {
+      [this](const api::CreateContainerRequest& req) -> Result<std::string> {
         const Container container = FromProto(req.container());
         ASSIGN_OR_RETURN(const CreateContainerResult result,
                          handler_.CreateContainer(FromProto(req.pod()), container));
@@ -189,27 +203,23 @@ void Plugin::RegisterHandlers() {
                                  ": policy asked to update the container being created");
           }
         }
-        ToProto(result, resp);
-        return Status::Ok();
+        return SerializeCreateContainerResponse(result);
       });
 
-  Serve<api::UpdateContainerRequest, api::UpdateContainerResponse>(
+  ServeBytes<api::UpdateContainerRequest>(
       server, "UpdateContainer",
-      [this](const api::UpdateContainerRequest& req, api::UpdateContainerResponse* resp) {
+      [this](const api::UpdateContainerRequest& req) -> Result<std::string> {
         ASSIGN_OR_RETURN(const std::vector<CpusetUpdate> updates,
                          handler_.UpdateContainer(FromProto(req.pod()), FromProto(req.container()),
                                                   CpusetFromProto(req.linux_resources())));
-        for (const CpusetUpdate& u : updates) ToProto(u, resp->add_update());
-        return Status::Ok();
+        return SerializeUpdatesResponse(updates);
       });
 
-  Serve<api::StopContainerRequest, api::StopContainerResponse>(
-      server, "StopContainer",
-      [this](const api::StopContainerRequest& req, api::StopContainerResponse* resp) {
+  ServeBytes<api::StopContainerRequest>(
+      server, "StopContainer", [this](const api::StopContainerRequest& req) -> Result<std::string> {
         ASSIGN_OR_RETURN(const std::vector<CpusetUpdate> updates,
                          handler_.StopContainer(FromProto(req.pod()), FromProto(req.container())));
-        for (const CpusetUpdate& u : updates) ToProto(u, resp->add_update());
-        return Status::Ok();
+        return SerializeUpdatesResponse(updates);
       });
 
   Serve<api::RemoveContainerRequest, api::RemoveContainerResponse>(

@@ -290,10 +290,12 @@ void RuntimeSimulator::CallPlugin(const std::string& method, std::string payload
     return;
   }
   std::weak_ptr<RuntimeSimulator*> weak = self_;
+  const auto sent = std::chrono::steady_clock::now();
   conn_->client->Call(kPluginService, method, std::move(payload), timeout,
-                      [weak, method, done](Result<std::string> reply) {
+                      [weak, method, done, sent](Result<std::string> reply) {
                         std::shared_ptr<RuntimeSimulator*> self = weak.lock();
                         if (!self) return;
+                        (*self)->last_call_time_ = std::chrono::steady_clock::now() - sent;
                         // Fatal for the plugin (§4.3): deadline, closed, broken stream.
                         const StatusCode code = reply.status().code();
                         if (code == StatusCode::kDeadlineExceeded ||

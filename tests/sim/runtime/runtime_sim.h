@@ -36,9 +36,9 @@
 #include <optional>
 #include <string>
 
+#include "common/event_loop.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
-#include "common/event_loop.h"
 #include "nri-agent/nri/types.h"
 #include "tests/sim/runtime/cgroup_cpusets.h"
 
@@ -116,6 +116,9 @@ class RuntimeSimulator {
   int reply_updates() const { return reply_updates_; }
   int unsolicited_calls() const { return unsolicited_calls_; }
   int unsolicited_updates() const { return unsolicited_updates_; }
+  // The wall time of the last call to the plugin from the request's send (encoded) to its reply's
+  // arrival (not yet decoded): what the plugin and the connection cost, for benchmarks.
+  std::chrono::nanoseconds last_call_time() const { return last_call_time_; }
   // Empty, or a goroutine-dump-like description of the deadlock the runtime is in.
   const std::string& deadlock() const { return deadlock_; }
   const std::map<std::string, SimContainer>& containers() const { return containers_; }
@@ -174,6 +177,7 @@ class RuntimeSimulator {
   std::string deadlock_;
   int reply_updates_ = 0;
   int unsolicited_calls_ = 0;
+  std::chrono::nanoseconds last_call_time_{0};
   int unsolicited_updates_ = 0;
   std::shared_ptr<RuntimeSimulator*> self_;
 };
