@@ -155,8 +155,8 @@ format-check:
 	@clang-format --dry-run -Werror $(CXX_SOURCES) && echo "format-check: $(words $(CXX_SOURCES)) files clean"
 
 # clang-tidy (the tree's .clang-tidy) over the daemons' .cc files, with the normal build's
-# compile commands; every finding fails (run by .ci/run). The gcc-only warning flags and a C++20
-# operator-reversal warning inside RapidJSON's own headers are not ours to fix.
+# compile commands; every finding fails (.ci/run runs it after the tests). The gcc-only warning
+# flags and a C++20 operator-reversal warning inside RapidJSON's own headers are not ours to fix.
 TIDY_SOURCES = $(shell git ls-files 'common/*.cc' 'shm-schema/*.cc' 'dra-agent/*.cc' 'nri-agent/*.cc' | grep -v '_test\.cc$$')
 tidy: build
 	@command -v run-clang-tidy >/dev/null || $(MAKE) --no-print-directory DEB_PACKAGES=clang-tidy deps

@@ -14,9 +14,9 @@ namespace dracpu::http_request {
 namespace http = boost::beast::http;
 
 // A request line and headers larger than this are refused (431-like: the connection closes).
-inline constexpr size_t kMaxHeaderBytes = 8 * 1024;
+inline constexpr size_t kMaxHeaderBytes = size_t{8} * 1024;
 // GET and HEAD carry no body; a request with a larger one is refused the same way.
-inline constexpr size_t kMaxBodyBytes = 4 * 1024;
+inline constexpr size_t kMaxBodyBytes = size_t{4} * 1024;
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;

@@ -20,9 +20,9 @@ constexpr auto kClientTimeout = std::chrono::seconds(10);
 constexpr size_t kMaxConnections = 64;
 // Read per wake-up, so that one busy client cannot hold the loop; the level-triggered watch
 // brings the rest on the next turn.
-constexpr size_t kReadPerWake = 64 * 1024;
+constexpr size_t kReadPerWake = size_t{64} * 1024;
 // Answers a client has not read yet beyond which its requests are not read either.
-constexpr size_t kMaxUnsent = 256 * 1024;
+constexpr size_t kMaxUnsent = size_t{256} * 1024;
 // After accept fails for lack of descriptors, the listener rests this long (it stays readable,
 // so a level-triggered watch would spin).
 constexpr auto kAcceptPause = std::chrono::seconds(1);

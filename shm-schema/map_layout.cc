@@ -91,6 +91,7 @@ NodeLayout LayoutNode(const std::vector<const MapBox*>& tops, int x, int y, int 
   const Layout layout(metrics);
   NodeLayout out;
   std::vector<int> widths;
+  widths.reserve(tops.size());
   for (const MapBox* b : tops) widths.push_back(layout.Natural(*b, width));
   int cy = y;
   bool first_row = true;

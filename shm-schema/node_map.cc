@@ -64,7 +64,7 @@ class OwnerTable {
         pool_ = snap_->shared_pool.cpus;
       } else if (Published(snap_->topology.updated_time_ns, snap_->topology.checksum)) {
         pool_ = ComputeSharedPool(snap_->topology, snap_->config, snap_->claims);
-        map_.notes.push_back(
+        map_.notes.emplace_back(
             "the nri-agent has not published a shared pool yet: the map shows the pool the "
             "claims imply");
       }
@@ -158,6 +158,7 @@ class OwnerTable {
       return a->Uid() < b->Uid();
     });
     std::vector<std::string> uids;
+    uids.reserve(claims.size());
     for (const ClaimEntry* c : claims) uids.emplace_back(c->Uid());
     const std::vector<char> assigned = glyphs.Assign(uids);
     // Legend order: glyph order, overflow claims last (by preparation).
@@ -445,30 +446,31 @@ NodeMap BuildNodeMap(const CpuTopology& topology, const Snapshot* snapshot,
     map.node_name = snapshot->identity.node_name;
     if (context != nullptr) map.agents = AgentsLine(*snapshot, *context);
     if (!snapshot->consistent) {
-      map.notes.push_back(
+      map.notes.emplace_back(
           "INCONSISTENT copy: a writer died mid-write and nobody has locked since; owners may "
           "be torn");
     }
     const TopologySummary& t = snapshot->topology;
     if (!Published(t.updated_time_ns, t.checksum)) {
-      map.notes.push_back("the dra-agent has not published the node's CPUs in the segment yet");
+      map.notes.emplace_back("the dra-agent has not published the node's CPUs in the segment yet");
     } else if (!(t.online == topology.online)) {
-      map.notes.push_back("the segment's online CPUs (" + t.online.ToListString() +
-                          ") differ from the sysfs topology's (" + topology.online.ToListString() +
-                          "): is --sysfs-root the one the dra-agent reads, or did CPUs go "
-                          "on/offline since?");
+      map.notes.emplace_back("the segment's online CPUs (" + t.online.ToListString() +
+                             ") differ from the sysfs topology's (" +
+                             topology.online.ToListString() +
+                             "): is --sysfs-root the one the dra-agent reads, or did CPUs go "
+                             "on/offline since?");
     }
   } else {
-    map.notes.push_back("no segment: CPU owners are unknown");
+    map.notes.emplace_back("no segment: CPU owners are unknown");
   }
 
   BoxBuilder boxes(topology, owners);
   map.sockets = boxes.Sockets();
   if (boxes.single_core(kL3Level)) {
-    map.notes.push_back("every L3 cache serves a single core: the map draws no L3 boxes");
+    map.notes.emplace_back("every L3 cache serves a single core: the map draws no L3 boxes");
   }
   if (boxes.single_core(kNumaLevel)) {
-    map.notes.push_back("every NUMA node holds a single core: the map draws no NUMA boxes");
+    map.notes.emplace_back("every NUMA node holds a single core: the map draws no NUMA boxes");
   }
 
   // CPUs outside the boxes: present but offline, held by a claim while not online, or online in
@@ -485,8 +487,8 @@ NodeMap BuildNodeMap(const CpuTopology& topology, const Snapshot* snapshot,
     if (o.use == CpuUse::kConflict) conflicts = o.cpus.Count();
   }
   if (conflicts > 0) {
-    map.notes.push_back(std::to_string(conflicts) +
-                        " CPU(s) have two owners (marked !): run dracpu-shm verify");
+    map.notes.emplace_back(std::to_string(conflicts) +
+                           " CPU(s) have two owners (marked !): run dracpu-shm verify");
   }
   return map;
 }

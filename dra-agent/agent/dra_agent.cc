@@ -440,7 +440,7 @@ Status DraAgent::Run(int stop_fd, const std::function<void()>& on_heartbeat) {
   if (on_heartbeat) on_heartbeat();
   // A SIGTERM (readable stop_fd) ends the loop at once, whatever is left of the intervals.
   auto stop = loop_->Watch(stop_fd, EPOLLIN, [this](uint32_t) { loop_->Stop(); });
-  const Status run = stop.ok() ? loop_->Run() : stop.status();
+  Status run = stop.ok() ? loop_->Run() : stop.status();
   if (stop.ok()) loop_->Unwatch(*stop);
   // They refer to this call's functions.
   loop_->CancelTimer(heartbeat_timer);

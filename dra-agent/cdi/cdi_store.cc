@@ -8,7 +8,7 @@ namespace dracpu::dra {
 namespace {
 
 // Ours are about 300 bytes; a larger file is not one of ours and is not read further.
-constexpr size_t kMaxSpecBytes = 64 * 1024;
+constexpr size_t kMaxSpecBytes = size_t{64} * 1024;
 
 }  // namespace
 

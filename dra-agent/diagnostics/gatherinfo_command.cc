@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 #include <system_error>
+#include <utility>
 
 #include "common/file_system.h"
 #include "common/sysfs_overlay.h"
@@ -79,7 +80,7 @@ bool ParseFlags(const std::vector<std::string>& args, Flags& flags, std::string&
   bool stdout_set = false;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
-    if (arg.rfind("-", 0) == 0 && arg.rfind("--", 0) != 0 && arg.size() > 2) arg = "-" + arg;
+    if (arg.rfind('-', 0) == 0 && arg.rfind("--", 0) != 0 && arg.size() > 2) arg = "-" + arg;
     std::string value;
     bool has_value = false;
     const size_t eq = arg.find('=');
@@ -438,11 +439,11 @@ int Run(const std::vector<std::string>& args, CommandIo io, bool file_by_default
 }  // namespace
 
 int GatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
-  return Run(args, io, /*file_by_default=*/false);
+  return Run(args, std::move(io), /*file_by_default=*/false);
 }
 
 int LegacyGatherInfoCommand(const std::vector<std::string>& args, CommandIo io) {
-  return Run(args, io, /*file_by_default=*/true);
+  return Run(args, std::move(io), /*file_by_default=*/true);
 }
 
 }  // namespace dracpu::dra

@@ -109,7 +109,7 @@ Result<RunningAgent> FindRunningAgent(const FileSystem& root, int self_pid) {
     if (!cmdline.ok()) continue;  // gone, or not ours to read
     const std::vector<std::string> argv = SplitNul(*cmdline);
     if (argv.empty() || Basename(argv[0]) != kAgentBinary) continue;
-    if (argv.size() > 1 && argv[1].rfind("-", 0) != 0) continue;  // a subcommand
+    if (argv.size() > 1 && argv[1].rfind('-', 0) != 0) continue;  // a subcommand
     RunningAgent agent;
     agent.pid = pid;
     Rebuild(root, agent, argv);

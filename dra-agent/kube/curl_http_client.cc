@@ -14,6 +14,9 @@ namespace {
 // Handles kept for reuse; more may exist while many requests run at once.
 constexpr size_t kMaxPooledHandles = 4;
 
+// libcurl's integer options and CURLINFO_RESPONSE_CODE are C `long` by its API.
+using CurlLong = long;  // NOLINT(google-runtime-int)
+
 struct Transfer {
   const HttpRequest* request = nullptr;
   CURL* handle = nullptr;
@@ -25,7 +28,7 @@ struct Transfer {
 size_t WriteCallback(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * count;
-  long code = 0;
+  CurlLong code = 0;
   curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &code);
   if (t->request->on_body_chunk && code >= 200 && code < 300) {
     if (!t->request->on_body_chunk(std::string_view(data, n))) {
@@ -178,9 +181,9 @@ class CurlHttpClient final : public HttpClient {
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &HeaderCallback);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout.count()));
-    const long connect_ms =
-        request.timeout.count() > 0 ? std::min<long>(request.timeout.count(), 10000) : 10000;
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<CurlLong>(request.timeout.count()));
+    const CurlLong connect_ms =
+        request.timeout.count() > 0 ? std::min<CurlLong>(request.timeout.count(), 10000) : 10000;
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     if (request.fresh_connection) curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
@@ -189,7 +192,7 @@ class CurlHttpClient final : public HttpClient {
 
     const CURLcode rc = request.cancel.stop_possible() ? PerformCancellable(h, request.cancel)
                                                        : curl_easy_perform(h);
-    long code = 0;
+    CurlLong code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(headers);
     if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.stopped_by_callback)) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <utility>
 
 #include "common/log_escape.h"
 #include "dra-agent/kube/api_error.h"
@@ -360,7 +361,7 @@ Status KubeClient::Watch(std::string_view collection, const WatchOptions& option
   call.max_attempts = 1;
   call.timeout = timeout;
   call.on_body_chunk = on_chunk;
-  call.cancel = cancel;
+  call.cancel = std::move(cancel);
   Result<HttpResponse> r = Do(call);
   if (!stream_error.ok()) return stream_error;
   if (!r.ok()) {

@@ -66,7 +66,7 @@ Status Multiplexer::SendMessage(uint32_t conn_id, std::string_view message) {
     out_sent_ = 0;
   }
   if (pending_write_bytes() + message.size() > kMaxPendingWriteBytes) {
-    const Status stuck = ResourceExhaustedError(
+    Status stuck = ResourceExhaustedError(
         "multiplexer: the peer has not read " + std::to_string(pending_write_bytes()) +
         " queued bytes; closing the trunk rather than queueing more");
     CloseFromLoop(stuck);
