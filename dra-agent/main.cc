@@ -21,6 +21,7 @@
 #include "common/sysfs_overlay.h"
 #include "common/unique_fd.h"
 #include "dra-agent/agent/agent_config.h"
+#include "dra-agent/agent/claim_status_writer.h"
 #include "dra-agent/agent/dra_agent.h"
 #include "dra-agent/agent/dra_env.h"
 #include "dra-agent/allocator/allocate_command.h"
@@ -205,6 +206,7 @@ int RunAgent(const std::vector<std::string>& args) {
       .host = **fs,
       .sysfs = **sysfs,
       .clock = clock,
+      .wall_time = dracpu::dra::ClaimStatusWriter::SystemWallClock,
       .random = random,
       .kube_client = [&]() -> dracpu::Result<std::unique_ptr<dracpu::kube::KubeClient>> {
         auto client = MakeClient(*config, **fs, clock, random);

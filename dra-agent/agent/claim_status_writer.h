@@ -70,8 +70,7 @@ class ClaimStatusWriter {
   static std::string SystemWallClock();
 
   // `client` and `features` are not owned and must outlive the writer.
-  ClaimStatusWriter(kube::KubeClient& client, kube::ServerFeatures& features,
-                    WallClock wall_clock = SystemWallClock);
+  ClaimStatusWriter(kube::KubeClient& client, kube::ServerFeatures& features, WallClock wall_clock);
   ~ClaimStatusWriter();
   ClaimStatusWriter(const ClaimStatusWriter&) = delete;
   ClaimStatusWriter& operator=(const ClaimStatusWriter&) = delete;

@@ -190,7 +190,8 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
   };
   ClaimPreparer* inner = preparer_.get();
   if (client_ != nullptr) {
-    status_writer_ = std::make_unique<ClaimStatusWriter>(*client_, server_features_);
+    status_writer_ =
+        std::make_unique<ClaimStatusWriter>(*client_, server_features_, env_.wall_time);
     reporting_preparer_ = std::make_unique<StatusReportingClaimPreparer>(
         *preparer_, *status_writer_, topology_, catalog_, cpus_of);
     inner = reporting_preparer_.get();
@@ -421,18 +422,18 @@ HttpResponse DraAgent::SlicesStatus() {
 }
 
 Status DraAgent::Run(int stop_fd, const std::function<void()>& on_heartbeat) {
-  // Each timer re-arms itself when it runs, so a late turn (a slow /metrics, a long topology
-  // read) delays the next one instead of bunching them up.
+  // Each timer re-arms itself, from the time it runs, so a late turn (a slow /metrics, a long
+  // topology read) delays the next one instead of bunching them up.
   loop::EventLoop::TimerId heartbeat_timer = 0;
   loop::EventLoop::TimerId poll_timer = 0;
   std::function<void()> heartbeat = [&] {
+    heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
     segment_->Heartbeat();
     if (on_heartbeat) on_heartbeat();
-    heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
   };
   std::function<void()> poll_topology = [&] {
-    watcher_->Poll().status().IgnoreError();  // counted in the watcher's stats; retried next time
     poll_timer = loop_->AddTimer(TopologyWatcherOptions{}.interval, poll_topology);
+    watcher_->Poll().status().IgnoreError();  // counted in the watcher's stats; retried next time
   };
   heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
   poll_timer = loop_->AddTimer(TopologyWatcherOptions{}.interval, poll_topology);

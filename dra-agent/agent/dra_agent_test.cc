@@ -106,6 +106,7 @@ class DraAgentTest : public ::testing::Test {
         .host = *host_,
         .sysfs = *sysfs_,
         .clock = clock_,
+        .wall_time = [] { return std::string("2026-01-02T03:04:05Z"); },
         .random = random_,
         .kube_client =
             [this] { return sim::NewInProcessKubeClient(state_, *host_, clock_, random_); },
