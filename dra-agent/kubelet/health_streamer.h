@@ -6,12 +6,18 @@
 // changes when Notify() says something happened, when the source's StableFor() runs out, and at
 // the resend interval; it polls (poll interval) only while the source cannot tell how long its
 // answer holds. So an idle, healthy node wakes a stream once per resend interval.
-// Thread safety: any number of concurrent streams; Stop() ends them all promptly.
+// The sync gRPC server cannot tell a stream that its client went until the stream next writes,
+// so a dropped stream holds its server thread until the next resend. The kubelet keeps one stream
+// per plugin and opens a new one when it reconnects: so at most kMaxStreams run at once, and a
+// new stream beyond that ends the oldest (a client that really still reads it reconnects).
+// Thread safety: any number of concurrent calls; Stop() ends every stream promptly.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <vector>
@@ -29,6 +35,8 @@ struct HealthStreamOptions {
 
 class HealthStreamer {
  public:
+  static constexpr size_t kMaxStreams = 4;
+
   // `source` and `clock` (when the last update went out) must outlive the streamer.
   HealthStreamer(DeviceHealthSource& source, HealthStreamOptions options, const Clock& clock)
       : source_(source), options_(options), clock_(clock) {}
@@ -47,8 +55,10 @@ class HealthStreamer {
   const Clock& clock_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // guarded by mu_
-  uint64_t notified_ = 0;  // guarded by mu_; bumped by Notify()
+  bool stopping_ = false;      // guarded by mu_
+  uint64_t notified_ = 0;      // guarded by mu_; bumped by Notify()
+  uint64_t next_stream_ = 0;   // guarded by mu_; ids in start order
+  std::deque<uint64_t> open_;  // guarded by mu_; running streams, oldest first
 };
 
 }  // namespace dracpu::dra
