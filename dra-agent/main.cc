@@ -177,7 +177,7 @@ int RunAgent(const std::vector<std::string>& args) {
             << ", effective config:\n"
             << dracpu::DriverConfigToYaml(config->driver);
 
-  // Signals arrive through a signalfd that the heartbeat loop waits on, so no handler runs
+  // Signals arrive through a signalfd that the agent's event loop watches, so no handler runs
   // inside library code and no thread waits for them. Blocked before any thread starts, so
   // every thread inherits the mask.
   sigset_t signals;
@@ -233,7 +233,7 @@ int RunAgent(const std::vector<std::string>& args) {
     if (watchdog) sd_notify(0, "WATCHDOG=1");
   });
   if (!run.ok()) {
-    LOG(ERROR) << "heartbeat loop: " << run.ToString() << "; shutting down";
+    LOG(ERROR) << "event loop: " << run.ToString() << "; shutting down";
   } else if (signalfd_siginfo info; ::read(sigfd.get(), &info, sizeof info) == sizeof info) {
     LOG(INFO) << "signal " << info.ssi_signo << ": shutting down";
   }

@@ -1,7 +1,7 @@
 // DraAgent's unit test: the whole agent on fakes from its DraEnv (a temp-dir host filesystem, a
 // synthetic sysfs tree, a FakeClock, the in-process API server simulator, a kubelet server that
 // hands the test the agent's ClaimPreparer instead of opening sockets): start, a Prepare and an
-// Unprepare, a stop signal to the heartbeat loop, stop. Nothing waits on real time.
+// Unprepare, a stop signal to the event loop, stop. Nothing waits on real time.
 #include "dra-agent/agent/dra_agent.h"
 
 #include <gmock/gmock.h>
@@ -164,7 +164,7 @@ TEST_F(DraAgentTest, StartPrepareSignalStop) {
   }
   EXPECT_TRUE(found_spec) << "no CDI spec for the claim in " << cdi_dir;
 
-  // The heartbeat loop returns at once when its stop fd is readable (main's signalfd).
+  // The event loop returns at once when its stop fd is readable (main's signalfd).
   UniqueFd stop(::eventfd(1, EFD_CLOEXEC));
   ASSERT_TRUE(stop.valid());
   int beats = 0;
