@@ -215,7 +215,8 @@ class Segment {
   // A reader opened without reader_waits cannot register as a waiter, so it re-checks every
   // 20 ms instead of relying on the writer's wake.
   // A stop requested on `stop` wakes the wait at once (every waiter on the segment re-checks)
-  // and returns CANCELLED, so a registered waiter can block for as long as nothing changes.
+  // and returns CANCELLED, so a registered waiter can block for as long as nothing changes;
+  // request_stop() returns once this wait has seen the request (it keeps waking until then).
   Result<uint64_t> WaitForChange(uint64_t seen, std::chrono::nanoseconds timeout,
                                  const std::atomic<bool>* cancel = nullptr,
                                  const std::stop_token& stop = {}) const;

@@ -1,5 +1,8 @@
 // Lock-free reads: seqlock snapshots, index lookups, waiting for a change.
 #include <algorithm>
+#include <functional>
+#include <optional>
+#include <thread>
 
 #include "shm-schema/atomic_copy.h"
 #include "shm-schema/checksum.h"
@@ -155,9 +158,22 @@ Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds 
   uint32_t* waiters = WaitersWord();
   const bool registered = waiters != nullptr;
   if (registered) std::atomic_ref<uint32_t>(*waiters).fetch_add(1, std::memory_order_seq_cst);
-  // The wake reaches every waiter on the word; the others find nothing changed and wait again.
-  // A request landing between the check below and the futex wait is only seen at the timeout.
-  std::stop_callback wake(stop, [h] { FutexWakeAll(GenWord(h)); });
+  // A stop request wakes the wait. The generation word is shared with the other processes, so
+  // the request cannot change it: a single wake landing between the check below and the futex
+  // wait would be lost. The requester therefore keeps waking (every waiter on the word re-checks;
+  // the others find nothing changed and wait again) until this wait says it is leaving.
+  // The callback also runs on this thread when the stop came before it was registered; then the
+  // first check below sees the request and there is nobody to wake.
+  std::atomic<bool> leaving{false};
+  const std::thread::id waiter = std::this_thread::get_id();
+  std::optional<std::stop_callback<std::function<void()>>> wake;
+  wake.emplace(stop, std::function<void()>([h, &leaving, waiter] {
+                 if (std::this_thread::get_id() == waiter) return;
+                 while (!leaving.load(std::memory_order_acquire)) {
+                   FutexWakeAll(GenWord(h));
+                   std::this_thread::sleep_for(std::chrono::microseconds(200));
+                 }
+               }));
   Result<uint64_t> result = DeadlineExceededError("");
   for (;;) {
     if (stop.stop_requested()) {
@@ -189,6 +205,9 @@ Result<uint64_t> Segment::WaitForChange(uint64_t seen, std::chrono::nanoseconds 
       break;
     }
   }
+  // Ends a requester's wake loop before the callback is unregistered (which waits for it).
+  leaving.store(true, std::memory_order_release);
+  wake.reset();
   if (registered) std::atomic_ref<uint32_t>(*waiters).fetch_sub(1, std::memory_order_seq_cst);
   return result;
 }

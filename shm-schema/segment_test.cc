@@ -10,6 +10,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -305,6 +306,32 @@ TEST_F(SegmentTest, WaitForChangeWakesOnCommitAndTimesOut) {
   ASSERT_THAT(g, IsOk());
   EXPECT_GT(*g, seen);
   EXPECT_EQ(*g % 2, 0u);
+}
+
+// A stop request that lands at any point of the wait (before it registers its callback, between
+// its check and the futex wait, inside the wait) ends it with CANCELLED, never at the timeout:
+// the nri-agent's shutdown joins its watcher thread on exactly this. Before the requester kept
+// waking, a request in the check-to-wait window was lost and the join took the whole bound (the
+// hour here makes such a loss a test timeout).
+TEST_F(SegmentTest, WaitForChangeEndsOnStopRequestedAtAnyMoment) {
+  auto dra = OpenDra();
+  auto nri = OpenRole(Role::kNriAgent);
+  const uint64_t seen = nri->generation();
+  for (int i = 0; i < 5000; ++i) {
+    std::optional<Result<uint64_t>> result;
+    std::atomic<bool> started{false};
+    std::jthread waiter([&](const std::stop_token& stop) {
+      started = true;
+      result = nri->WaitForChange(seen, std::chrono::hours(1), nullptr, stop);
+    });
+    while (!started) std::this_thread::yield();
+    // Spread the request over the waiter's first microseconds.
+    for (int spin = 0; spin < i % 200; ++spin) std::this_thread::yield();
+    waiter.request_stop();
+    waiter.join();
+    ASSERT_TRUE(result.has_value());
+    EXPECT_THAT(*result, StatusIs(StatusCode::kCancelled)) << "round " << i;
+  }
 }
 
 TEST_F(SegmentTest, HeartbeatAdvancesAndAgentStatusShowsIt) {

@@ -220,8 +220,8 @@ void NriAgent::StartWatcher() {
   std::weak_ptr<bool> alive = alive_;
   watcher_ = std::jthread([this, seg, seen, alive](const std::stop_token& stop) mutable {
     pthread_setname_np(pthread_self(), "shm-watcher");
-    // Blocks on the segment's futex until the dra-agent writes; StopWatcher's request wakes it.
-    // The timeout only bounds a stop request that raced the wait (see WaitForChange).
+    // Blocks on the segment's futex until the dra-agent writes; StopWatcher's request wakes it
+    // (WaitForChange). The bound only re-arms the wait now and then.
     constexpr auto kWaitBound = std::chrono::seconds(30);
     while (!stop.stop_requested()) {
       auto r = seg->WaitForChange(seen, kWaitBound, nullptr, stop);
