@@ -36,6 +36,7 @@
 #include "dracpu_version.h"
 #include "nri-agent/agent/nri_agent.h"
 #include "nri-agent/nri/plugin.h"
+#include "shm-schema/cpu_admission.h"
 #include "shm-schema/segment.h"
 
 namespace dracpu {
@@ -92,15 +93,16 @@ Result<std::unique_ptr<SystemEnv>> MakeSystemEnv(const std::string& sysfs_root,
   return env;
 }
 
-// The allocatable CPUs as this agent sees them: online minus the reserved ones under
-// strictCPUReservation (the dra-agent's topology record, once attached, takes over).
+// The shared pool with no claim, by the node's one rule (shm::CpuAdmission) over this agent's
+// own view of the topology: used until the dra-agent's topology record is in the segment.
 Result<CpuSet> FallbackPool(const FileSystem& sysfs, const DriverConfig& config) {
   DiscoveryOptions options;
   options.pcie_roots = false;
   ASSIGN_OR_RETURN(CpuTopology topo, DiscoverTopology(sysfs, options));
-  CpuSet pool = topo.online;
-  if (config.strict_cpu_reservation) pool -= config.reserved_cpus;
-  return pool;
+  const shm::CpuAdmission rule(
+      {topo.online - config.reserved_cpus, topo.online & config.reserved_cpus, topo.online,
+       config.strict_cpu_reservation, static_cast<uint32_t>(config.min_shared_cpus)});
+  return rule.SharedPool(CpuSet());
 }
 
 int Run(const Flags& flags) {
