@@ -16,7 +16,7 @@ health stream open. Then nothing happens for the window, and per agent it reads:
 
 The baseline measured in the same run is `sleep` (a process blocked in the kernel for the whole
 window): its wakeups are the floor a fully event-driven process reaches. The busiest threads
-are listed, so a regression names its culprit. Nothing is asserted: the script prints the
+are listed with their wakeups and CPU, so a regression names its culprit. Nothing is asserted: the script prints the
 figures with their targets and ratios and exits 0 (1 only when the node cannot be set up).
 """
 import argparse
@@ -80,10 +80,11 @@ def window_delta(before, after, seconds):
         comm0, ns0, s0 = before.get(tid, (comm, 0, 0))
         ns += ns1 - ns0
         slices += s1 - s0
-        per_thread.append((s1 - s0, comm, tid))
+        per_thread.append((s1 - s0, comm, tid, ns1 - ns0))
     per_thread.sort(reverse=True)
     return {"wakeups_per_s": slices / seconds, "cpu_percent": ns / seconds / 1e7,
-            "busiest": ["%s/%s %.2f/s" % (c, t, n / seconds) for n, c, t in per_thread[:4] if n]}
+            "busiest": ["%s/%s %.2f/s %.4f %%" % (c, t, n / seconds, cpu / seconds / 1e7)
+                        for n, c, t, cpu in per_thread[:4] if n]}
 
 
 def setup(build, tmp, claims, containers, log):
