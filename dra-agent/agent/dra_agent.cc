@@ -7,6 +7,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -258,7 +259,7 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
         publisher_->SetDesired(std::move(catalog).value());
         if (streamer_) streamer_->Notify();  // devices behind offline CPUs turn Unhealthy now
       });
-  // Polled by Run() on the heartbeat thread, every TopologyWatcherOptions::interval.
+  // Polled by Run() on the loop, with every second heartbeat (TopologyWatcherOptions::interval).
 
   // 5. The kubelet.
   health_ = std::make_unique<DeviceHealthMonitor>(catalog_, config.node_name, env_.sysfs, *segment_,
@@ -422,30 +423,30 @@ HttpResponse DraAgent::SlicesStatus() {
 }
 
 Status DraAgent::Run(int stop_fd, const std::function<void()>& on_heartbeat) {
-  // Each timer re-arms itself, from the time it runs, so a late turn (a slow /metrics, a long
-  // topology read) delays the next one instead of bunching them up.
-  loop::EventLoop::TimerId heartbeat_timer = 0;
-  loop::EventLoop::TimerId poll_timer = 0;
-  std::function<void()> heartbeat = [&] {
-    heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
+  // One timer for the heartbeat and the topology poll, which rides on every few heartbeats
+  // (TopologyWatcherOptions::interval): two timers drift apart and wake the agent twice. The
+  // timer re-arms itself from the time it runs, so a late turn (a slow /metrics, a long topology
+  // read) delays the next one instead of bunching them up.
+  const int64_t beats_per_poll =
+      std::max<int64_t>(1, TopologyWatcherOptions{}.interval / kHeartbeatInterval);
+  int64_t beats = 0;
+  loop::EventLoop::TimerId timer = 0;
+  std::function<void()> tick = [&] {
+    timer = loop_->AddTimer(kHeartbeatInterval, tick);
     segment_->Heartbeat();
     if (on_heartbeat) on_heartbeat();
+    if (++beats % beats_per_poll == 0) {
+      watcher_->Poll().status().IgnoreError();  // counted in the watcher's stats; retried next time
+    }
   };
-  std::function<void()> poll_topology = [&] {
-    poll_timer = loop_->AddTimer(TopologyWatcherOptions{}.interval, poll_topology);
-    watcher_->Poll().status().IgnoreError();  // counted in the watcher's stats; retried next time
-  };
-  heartbeat_timer = loop_->AddTimer(kHeartbeatInterval, heartbeat);
-  poll_timer = loop_->AddTimer(TopologyWatcherOptions{}.interval, poll_topology);
+  timer = loop_->AddTimer(kHeartbeatInterval, tick);
   segment_->Heartbeat();
   if (on_heartbeat) on_heartbeat();
   // A SIGTERM (readable stop_fd) ends the loop at once, whatever is left of the intervals.
   auto stop = loop_->Watch(stop_fd, EPOLLIN, [this](uint32_t) { loop_->Stop(); });
   Status run = stop.ok() ? loop_->Run() : stop.status();
   if (stop.ok()) loop_->Unwatch(*stop);
-  // They refer to this call's functions.
-  loop_->CancelTimer(heartbeat_timer);
-  loop_->CancelTimer(poll_timer);
+  loop_->CancelTimer(timer);  // it refers to this call's function
   return run;
 }
 

@@ -65,8 +65,8 @@ class DraAgent {
   // the HTTP server (/metrics, /healthz, /readyz; connections made since Start wait in the
   // listen backlog until Run), a heartbeat into shared memory every 5 s, calling `on_heartbeat`
   // after each (main sends systemd's WATCHDOG=1 there), and the topology watcher's poll (CPU
-  // hotplug) every 10 s. Both timers run on env.clock. Between them the thread blocks in the
-  // kernel.
+  // hotplug) with every second heartbeat (10 s). One timer, on env.clock; between its turns the
+  // thread blocks in the kernel.
   Status Run(int stop_fd, const std::function<void()>& on_heartbeat = {});
   void Stop();
 
