@@ -16,8 +16,9 @@ health stream open. Then nothing happens for the window, and per agent it reads:
 
 The baseline measured in the same run is `sleep` (a process blocked in the kernel for the whole
 window): its wakeups are the floor a fully event-driven process reaches. The busiest threads
-are listed with their wakeups and CPU, so a regression names its culprit. Nothing is asserted: the script prints the
-figures with their targets and ratios and exits 0 (1 only when the node cannot be set up).
+are listed with their wakeups and CPU, so a regression names its culprit. Nothing is asserted:
+the script prints the figures with their targets and ratios and exits 0 (1 only when the node
+cannot be set up).
 """
 import argparse
 import json

@@ -61,6 +61,11 @@ void Check(const Status& s, const char* what) {
   }
 }
 
+// Runs `loop` (its I/O and timers) for `d` of wall time.
+void RunLoopFor(loop::EventLoop& loop, std::chrono::milliseconds d) {
+  for (const auto until = Clock::now() + d; Clock::now() < until;) Check(loop.RunOnce(1ms), "loop");
+}
+
 double NowNs() {
   return std::chrono::duration<double, std::nano>(Clock::now().time_since_epoch()).count();
 }
@@ -189,10 +194,7 @@ struct Node {
     tx->Commit();
   }
   // Runs the loop for 10 ms: the agent process finishes what it does after its last reply.
-  void Settle() {
-    const auto until = Clock::now() + kSettle;
-    while (Clock::now() < until) Check(loop->RunOnce(1ms), "loop");
-  }
+  void Settle() { RunLoopFor(*loop, kSettle); }
   // True when every running shared container has exactly `pool`.
   bool SharedContainersHave(const std::string& pool) const {
     for (const auto& [id, c] : runtime->containers()) {
@@ -260,9 +262,7 @@ std::vector<double> EchoSamples(loop::EventLoop& loop, size_t reply_bytes, int r
   const std::string request(1024, 'q');
   std::vector<double> out;
   for (int i = 0; i < rounds; ++i) {
-    for (const auto until = Clock::now() + idle; Clock::now() < until;) {
-      Check(loop.RunOnce(1ms), "loop");
-    }
+    RunLoopFor(loop, idle);
     bool done = false;
     const double t0 = NowNs();
     peer.runtime->client().Call(kEchoService, "Echo", request, 2s, [&](Result<std::string> r) {
