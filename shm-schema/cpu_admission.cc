@@ -45,17 +45,23 @@ Status CpuAdmission::CheckNotHeld(const CpuSet& cpus, std::span<const ClaimEntry
   return Status::Ok();
 }
 
-Status CpuAdmission::Admit(const CpuSet& cpus, std::span<const ClaimEntry> claims,
-                           std::string_view self, std::string_view floor_note) const {
-  if (cpus.Empty()) return InvalidArgumentError("no CPUs");
+Status CpuAdmission::CheckGranted(const CpuSet& cpus, std::span<const ClaimEntry> claims,
+                                  std::string_view self) const {
   RETURN_IF_ERROR(CheckNotHeld(cpus, claims, self));
-  CpuSet claimed;
-  for (const ClaimEntry& other : claims) {
-    if (self.empty() || other.Uid() != self) claimed |= other.cpus;
-  }
   if (!cpus.IsSubsetOf(in_.allocatable)) {
     return FailedPreconditionError("CPUs " + (cpus - in_.allocatable).ToListString() +
                                    " are not allocatable");
+  }
+  return Status::Ok();
+}
+
+Status CpuAdmission::Admit(const CpuSet& cpus, std::span<const ClaimEntry> claims,
+                           std::string_view self, std::string_view floor_note) const {
+  if (cpus.Empty()) return InvalidArgumentError("no CPUs");
+  RETURN_IF_ERROR(CheckGranted(cpus, claims, self));
+  CpuSet claimed;
+  for (const ClaimEntry& other : claims) {
+    if (self.empty() || other.Uid() != self) claimed |= other.cpus;
   }
   if (!in_.online.Empty() && !cpus.IsSubsetOf(in_.online)) {
     return UnavailableError("CPUs " + (cpus - in_.online).ToListString() + " are offline");

@@ -2,12 +2,14 @@
 //
 // Every part that needs either answer asks this type, so they cannot drift apart: the dra-agent's
 // Prepare (through WriteTransaction::ReserveClaim), the nri-agent's shared pool, `dracpu-shm
-// verify` and `dracpu-shm map` (through ComputeSharedPool), and the dra-agent's metrics.
+// verify` (CheckGranted for every claim, ComputeSharedPool for the pool), `dracpu-shm map`
+// (ComputeSharedPool), and the dra-agent's metrics.
 //
 //   shared pool = (allocatable, plus the reserved CPUs unless strictCPUReservation)
 //                 ∩ online now − every claim's CPUs
 //   a claim may take `cpus` when they are held by no other claim, allocatable, online now, and
-//   the shared pool left after it keeps at least floor() = max(minSharedCPUs, 1) CPUs.
+//   the shared pool left after it keeps at least floor() = max(minSharedCPUs, 1) CPUs; a claim
+//   granted stays valid while the first two hold (CheckGranted).
 //
 // `allocatable` is the start-up view (online at start-up minus reserved) and keeps its value when
 // CPUs go offline; `online` is the set online now. A claim that already holds a CPU that went
@@ -67,6 +69,13 @@ class CpuAdmission {
   // for a segment whose topology is not published yet.
   static Status CheckNotHeld(const CpuSet& cpus, std::span<const ClaimEntry> claims,
                              std::string_view self = {});
+  // The part of Admit a claim already granted must still satisfy, whatever happened since: held
+  // by no other claim in `claims` (except `self`) and allocatable (FAILED_PRECONDITION as Admit
+  // words it). Online and the floor are not checked: a CPU may go offline under a claim, and a
+  // hotplug may leave the pool below the floor without revoking anything. `dracpu-shm verify`
+  // checks every claim with this.
+  Status CheckGranted(const CpuSet& cpus, std::span<const ClaimEntry> claims,
+                      std::string_view self = {}) const;
 
  private:
   Inputs in_;

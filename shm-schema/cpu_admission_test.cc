@@ -124,5 +124,19 @@ TEST(CpuAdmissionTest, FromRecordsReadsTheTopologyAndConfigSummaries) {
   EXPECT_EQ(ComputeSharedPool(topo, config, claims), (CpuSet{0, 2, 3}));
 }
 
+// A claim already granted keeps its CPUs through a hotplug and a pool below the floor; it is
+// invalid only when another claim holds one of them or one is not allocatable.
+TEST(CpuAdmissionTest, CheckGrantedIgnoresOnlineAndFloor) {
+  const CpuAdmission rule({CpuSet::Range(1, 7), CpuSet{0}, CpuSet::Range(0, 2), true, 6});
+  const std::vector<ClaimEntry> claims = {Claim("a", CpuSet{1, 2})};
+  EXPECT_THAT(rule.CheckGranted(CpuSet{3, 4, 5}, claims), IsOk());  // offline, pool empty
+  EXPECT_THAT(rule.Admit(CpuSet{3, 4, 5}, claims), StatusIs(StatusCode::kUnavailable));
+  EXPECT_THAT(rule.CheckGranted(CpuSet{2, 3}, claims),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("held by claim a")));
+  EXPECT_THAT(rule.CheckGranted(CpuSet{2, 3}, claims, "a"), IsOk());
+  EXPECT_THAT(rule.CheckGranted(CpuSet{0, 3}, claims),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("CPUs 0 are not allocatable")));
+}
+
 }  // namespace
 }  // namespace dracpu::shm

@@ -42,7 +42,10 @@ VerifyResult VerifySnapshot(const Snapshot& s) {
 
   // Claims.
   std::unordered_map<std::string_view, size_t> claim_by_uid;
-  std::vector<std::string_view> owner(CpuSet::kMaxCpus);
+  // Each claim is checked against the valid ones before it, by the rule that admitted it (so an
+  // overlap is reported once, on the later claim).
+  const CpuAdmission admission = CpuAdmission::FromRecords(s.topology, s.config);
+  std::vector<ClaimEntry> earlier;
   for (size_t i = 0; i < s.claims.size(); ++i) {
     const ClaimEntry& c = s.claims[i];
     const std::string who = "claim " + std::string(c.Uid()) + " (" + std::string(c.Namespace()) +
@@ -56,18 +59,10 @@ VerifyResult VerifySnapshot(const Snapshot& s) {
       out.violations.push_back(who + ": duplicate uid");
       continue;
     }
-    for (int cpu : c.cpus) {
-      if (!owner[cpu].empty()) {
-        out.violations.push_back("CPU " + std::to_string(cpu) + " is in two claims: " +
-                                 std::string(owner[cpu]) + " and " + std::string(c.Uid()));
-      } else {
-        owner[cpu] = c.Uid();
-      }
-    }
-    if (have_topology && !c.cpus.IsSubsetOf(s.topology.allocatable)) {
-      out.violations.push_back(who + ": CPUs " + (c.cpus - s.topology.allocatable).ToListString() +
-                               " are not allocatable");
-    }
+    const Status granted = have_topology ? admission.CheckGranted(c.cpus, earlier)
+                                         : CpuAdmission::CheckNotHeld(c.cpus, earlier);
+    if (!granted.ok()) out.violations.push_back(who + ": " + granted.message());
+    earlier.push_back(c);
   }
   if (have_topology && have_pool) {
     const CpuSet want = ComputeSharedPool(s.topology, s.config, s.claims);

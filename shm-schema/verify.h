@@ -15,8 +15,9 @@ struct VerifyResult {
 };
 
 // Checks: the snapshot is consistent and its generation even; every record's checksum and
-// self-consistency; no duplicate claim uid or container id; no CPU in two claims; every claim's
-// CPUs within allocatable; shared pool = ComputeSharedPool(); every exclusive container's CPUs
+// self-consistency; no duplicate claim uid or container id; every claim CpuAdmission::CheckGranted
+// against the claims before it (no CPU in two claims; allocatable once the topology is
+// published); shared pool = ComputeSharedPool(); every exclusive container's CPUs
 // equal the union of its claims' CPUs; no container refers to a missing claim. Checks that need the
 // topology or the shared pool are skipped (with a note) until their writer has published them.
 VerifyResult VerifySnapshot(const Snapshot& snapshot);

@@ -103,7 +103,20 @@ INSTANTIATE_TEST_SUITE_P(
                s.claims[1] = Claim("b", CpuSet{2, 3});
                SetPool(s, CpuSet::Range(4, 7));
              },
-             "CPU 2 is in two claims: a and b"},
+             "claim b (ns/b): CPUs 2 are held by claim a (ns/a)"},
+        Case{"CpuInTwoClaimsBeforeTopology",
+             [](Snapshot& s) {
+               s.claims[1] = Claim("b", CpuSet{2, 3});
+               s.topology = {};
+             },
+             "claim b (ns/b): CPUs 2 are held by claim a (ns/a)"},
+        // A CPU that went offline under a claim: the claim keeps it (CpuAdmission::CheckGranted).
+        Case{"ClaimOnOfflineCpuStaysValid",
+             [](Snapshot& s) {
+               s.topology.online = CpuSet::Range(0, 7) - CpuSet{3};
+               s.topology.checksum = RecordChecksum(s.topology);
+             },
+             nullptr},
         Case{"ClaimOutsideAllocatable",
              [](Snapshot& s) {
                s.claims[1] = Claim("b", CpuSet{0, 3});

@@ -174,7 +174,8 @@ TEST_F(ShmToolTest, VerifyListsEachViolation) {
   const testing::ToolResult r = RunTool({"verify", "--path", path_});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("FAIL " + path_ + ": 3 violations"));
-  EXPECT_THAT(r.out, HasSubstr("CPU 4 is in two claims: " + Uid(1) + " and " + Uid(2)));
+  EXPECT_THAT(r.out, HasSubstr("claim " + Uid(2) + " (ns/claim-2): CPUs 4 are held by claim " +
+                               Uid(1) + " (ns/claim-1)"));
   EXPECT_THAT(r.out, HasSubstr("shared pool is 1,5-15 but allocatable minus claims is 1-2,5-15"));
   EXPECT_THAT(r.out,
               HasSubstr("container 0123456789abcdef0123 (team/trainer/main): exclusive CPUs 2-3 "
