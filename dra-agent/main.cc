@@ -18,6 +18,7 @@
 
 #include "common/file_system.h"
 #include "common/flag_parser.h"
+#include "common/local_time_zone.h"
 #include "common/sysfs_overlay.h"
 #include "common/unique_fd.h"
 #include "dra-agent/agent/agent_config.h"
@@ -171,6 +172,7 @@ int RunAgent(const std::vector<std::string>& args) {
   FLAGS_logtostderr = true;
   FLAGS_v = config->verbosity;
   FLAGS_vmodule = config->vmodule;
+  dracpu::PinLocalTimeZone();  // before glog's first line and before any thread
   google::InitGoogleLogging("dracpu-dra-agent");
   for (const std::string& w : config->warnings) LOG(WARNING) << w;
   LOG(INFO) << "dracpu-dra-agent " << DRACPU_VERSION << " on node " << config->node_name

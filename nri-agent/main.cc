@@ -28,6 +28,7 @@
 #include "common/file_system.h"
 #include "common/flag_parser.h"
 #include "common/http_server.h"
+#include "common/local_time_zone.h"
 #include "common/metrics.h"
 #include "common/process_metrics.h"
 #include "common/sysfs_overlay.h"
@@ -290,6 +291,7 @@ int main(int argc, char** argv) {
   }
   FLAGS_logtostderr = true;
   FLAGS_v = flags.verbosity;
+  dracpu::PinLocalTimeZone();  // before glog's first line and before any thread
   google::InitGoogleLogging(argv[0]);
   return dracpu::Run(flags);
 }
