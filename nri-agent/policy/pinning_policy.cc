@@ -204,15 +204,38 @@ Result<PinningPolicy::Verified> PinningPolicy::VerifyClaims(const std::vector<Cl
 const TrackedContainer* PinningPolicy::OwnerOf(const std::string& claim_uid,
                                                const std::string& pod_uid,
                                                const std::string& name) const {
-  for (const auto& [id, t] : containers_) {
-    if (t.kind != shm::ContainerKind::kExclusive) continue;
-    if (std::find(t.claim_uids.begin(), t.claim_uids.end(), claim_uid) == t.claim_uids.end()) {
+  for (const auto& [id, t] : exclusive_) {
+    if (std::find(t->claim_uids.begin(), t->claim_uids.end(), claim_uid) == t->claim_uids.end()) {
       continue;
     }
-    if (t.pod_uid == pod_uid && t.name == name) continue;  // the same container restarting
-    return &t;
+    if (t->pod_uid == pod_uid && t->name == name) continue;  // the same container restarting
+    return t;
   }
   return nullptr;
+}
+
+int PinningPolicy::RunningShared(const std::string& except_id) const {
+  int n = 0;
+  for (const auto& [id, t] : containers_) {
+    if (t.kind == shm::ContainerKind::kShared && !t.stopped && id != except_id) ++n;
+  }
+  return n;
+}
+
+void PinningPolicy::Reindex(const std::string& id) {
+  auto it = containers_.find(id);
+  if (it != containers_.end() && it->second.kind == shm::ContainerKind::kExclusive) {
+    exclusive_[id] = &it->second;
+  } else {
+    exclusive_.erase(id);
+  }
+}
+
+void PinningPolicy::RebuildIndex() {
+  exclusive_.clear();
+  for (const auto& [id, t] : containers_) {
+    if (t.kind == shm::ContainerKind::kExclusive) exclusive_.emplace(id, &t);
+  }
 }
 
 CpuSet PinningPolicy::FallbackPool() const {
@@ -246,10 +269,8 @@ Result<CpuSet> PinningPolicy::SharedPool() {
 CpuSet PinningPolicy::LazyCpus(const std::string& extra_busy_id, const CpuSet& extra_busy) const {
   if (segment_ == nullptr) return CpuSet();
   CpuSet lazy = claimed_cache_ - extra_busy;
-  for (const auto& [id, t] : containers_) {
-    if (t.kind == shm::ContainerKind::kExclusive && !t.stopped && id != extra_busy_id) {
-      lazy -= t.cpus;
-    }
+  for (const auto& [id, t] : exclusive_) {
+    if (!t->stopped && id != extra_busy_id) lazy -= t->cpus;
   }
   return lazy;
 }
@@ -427,7 +448,9 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
       warnings_.push_back("not recorded in shared memory: " + widened.status().ToString());
     }
     declared_.erase(t.id);
-    containers_[t.id] = std::move(t);
+    const std::string id = t.id;
+    containers_[id] = std::move(t);
+    Reindex(id);
     return result;
   }
 
@@ -443,19 +466,14 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
     }
   }
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
-  int running_shared = 0;
-  for (const auto& [id, other] : containers_) {
-    if (other.kind == shm::ContainerKind::kShared && !other.stopped && id != container.id) {
-      ++running_shared;
-    }
-  }
-  if (pool.Empty() && running_shared > 0) {
-    return ResourceExhaustedError(
-        "container " + Describe(pod, container) +
-        ": its claims leave the shared CPU pool empty "
-        "while " +
-        std::to_string(running_shared) +
-        " shared containers run; refusing (they would keep running on exclusive CPUs)");
+  // Counted only when it matters: the walk over every container stays off the usual path.
+  const int running_shared = pool.Empty() ? RunningShared(container.id) : 0;
+  if (running_shared > 0) {
+    return ResourceExhaustedError("container " + Describe(pod, container) +
+                                  ": its claims leave the shared CPU pool empty while " +
+                                  std::to_string(running_shared) +
+                                  " shared containers run; refusing (they would keep running on "
+                                  "exclusive CPUs)");
   }
   t.kind = shm::ContainerKind::kExclusive;
   t.claim_uids = verified->claim_uids;
@@ -476,7 +494,9 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   CpuSet declared;
   for (const ClaimEnv& e : *envs) declared |= e.cpus;
   declared_[t.id] = declared;
-  containers_[t.id] = std::move(t);
+  const std::string id = t.id;
+  containers_[id] = std::move(t);
+  Reindex(id);
   return result;
 }
 
@@ -535,6 +555,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::StopContainer(
 Status PinningPolicy::RemoveContainer(const nri::Pod&, const nri::Container& container) {
   RecordMovesFirst();
   containers_.erase(container.id);
+  exclusive_.erase(container.id);
   declared_.erase(container.id);
   in_flight_.erase(container.id);
   moved_in_flight_.erase(container.id);
@@ -636,6 +657,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
   }
 
   containers_ = std::move(rebuilt);
+  RebuildIndex();
   declared_ = std::move(declared);
   settled_ = false;
   ASSIGN_OR_RETURN(CpuSet pool, SharedPool());

@@ -105,6 +105,9 @@ class PinningPolicy : public nri::PluginHandler {
   // `segment` (role kNriAgent) may be null: see the file comment. Not owned; must outlive the
   // policy or be replaced with AttachSegment.
   PinningPolicy(shm::Segment* segment, PolicyOptions options);
+  // Not copyable: exclusive_ points into containers_.
+  PinningPolicy(const PinningPolicy&) = delete;
+  PinningPolicy& operator=(const PinningPolicy&) = delete;
 
   // Switches to `segment` (null: detach). The runtime's next Synchronize reconciles with it;
   // the agent reconnects for that.
@@ -202,6 +205,11 @@ class PinningPolicy : public nri::PluginHandler {
                                                       const CpuSet& pool, const CpuSet& lazy,
                                                       bool ignore_failure,
                                                       const TrackedContainer* also);
+  // How many running shared containers there are, except `except_id`.
+  int RunningShared(const std::string& except_id) const;
+  // Brings exclusive_ in step with containers_ for `id` (inserted, replaced or erased), or whole.
+  void Reindex(const std::string& id);
+  void RebuildIndex();
   // RecordMoves() at the start of a call, a failure kept as a warning.
   void RecordMovesFirst();
   CpuSet FallbackPool() const;
@@ -222,6 +230,9 @@ class PinningPolicy : public nri::PluginHandler {
   PolicyOptions options_;
   std::optional<nri::RuntimeInfo> runtime_;
   std::map<std::string, TrackedContainer> containers_;
+  // The exclusive entries of containers_ (a node runs a handful beside hundreds of shared ones):
+  // what OwnerOf and LazyCpus walk on the container-start path. Kept by Reindex/RebuildIndex.
+  std::map<std::string, const TrackedContainer*> exclusive_;
   // Every CPU named by a DRA_CPUSET env of a tracked container (for the fallback pool).
   std::map<std::string, CpuSet> declared_;
   // ComputeSharedPool cache, valid while the segment's generation is unchanged.
