@@ -120,6 +120,7 @@ void NriAgent::Start() {
 
 void NriAgent::Shutdown() {
   if (shut_down_) return;
+  RunAfterReply();
   shut_down_ = true;
   ready_ = false;
   StopWatcher();
@@ -237,7 +238,12 @@ void NriAgent::StartWatcher() {
         loop_.Post([this, alive] {
           if (alive.expired()) return;
           change_posted_ = false;
-          OnSegmentChanged();
+          // Mostly our own commit, made while answering a request: not before the reader ran.
+          if (after_reply_timer_ != 0) {
+            AfterReply([this] { OnSegmentChanged(); });
+          } else {
+            OnSegmentChanged();
+          }
         });
       }
     }
@@ -311,6 +317,7 @@ void NriAgent::PushPoolUpdates() {
     return;
   }
   gated_logged_for_.clear();
+  RunAfterReply();
   const std::string op = NewOp();
   LOG(INFO) << "op=" << op << " UpdateContainers shared_pool=" << pool
             << " containers=" << UpdatesText(*updates);
@@ -357,14 +364,36 @@ void NriAgent::LogWarnings(const std::string& op) {
   for (const std::string& w : policy_.TakeWarnings()) LOG(WARNING) << "op=" << op << " " << w;
 }
 
+void NriAgent::AfterReply(std::function<void()> task) {
+  after_reply_.push_back(std::move(task));
+  if (after_reply_timer_ != 0) return;
+  std::weak_ptr<bool> alive = alive_;
+  after_reply_timer_ = loop_.AddTimer(options_.after_reply_delay, [this, alive] {
+    if (alive.expired()) return;
+    after_reply_timer_ = 0;
+    RunAfterReply();
+  });
+}
+
+void NriAgent::RunAfterReply() {
+  if (after_reply_timer_ != 0) {
+    loop_.CancelTimer(after_reply_timer_);
+    after_reply_timer_ = 0;
+  }
+  // A task may queue more (a segment change's handling); those run in this pass too.
+  while (!after_reply_.empty()) {
+    for (const auto& task : std::exchange(after_reply_, {})) task();
+  }
+  if (after_reply_timer_ != 0) {  // armed by a task: nothing is left for it
+    loop_.CancelTimer(after_reply_timer_);
+    after_reply_timer_ = 0;
+  }
+}
+
 void NriAgent::RecordMovesAfterReply(const std::string& op) {
   if (moves_posted_ || !policy_.has_unrecorded_moves()) return;
   moves_posted_ = true;
-  // The loop runs posted tasks after the I/O handlers of its iteration, and the reply was
-  // written to the socket inside the handler.
-  std::weak_ptr<bool> alive = alive_;
-  loop_.Post([this, alive, op] {
-    if (alive.expired()) return;
+  AfterReply([this, op] {
     moves_posted_ = false;
     if (Status s = policy_.RecordMoves(); !s.ok()) {
       LOG(WARNING) << "op=" << op << " not recorded in shared memory: " << s.ToString();
@@ -391,6 +420,7 @@ void NriAgent::Observe(const char* method, const Status& status, Clock::TimePoin
 }
 
 Result<nri::EventMask> NriAgent::Configure(const nri::RuntimeInfo& runtime) {
+  RunAfterReply();
   const std::string op = NewOp();
   auto mask = policy_.Configure(runtime);
   LOG(INFO) << "op=" << op << " Configure runtime=" << runtime.runtime_name
@@ -404,6 +434,7 @@ Result<nri::EventMask> NriAgent::Configure(const nri::RuntimeInfo& runtime) {
 
 Result<std::vector<nri::CpusetUpdate>> NriAgent::Synchronize(
     const std::vector<nri::Pod>& pods, const std::vector<nri::Container>& containers) {
+  RunAfterReply();
   const std::string op = NewOp();
   const auto start = env_.clock.Now();
   auto r = policy_.Synchronize(pods, containers);
@@ -426,6 +457,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::Synchronize(
 
 Result<nri::CreateContainerResult> NriAgent::CreateContainer(const nri::Pod& pod,
                                                              const nri::Container& container) {
+  RunAfterReply();
   const std::string op = NewOp();
   const auto start = env_.clock.Now();
   auto r = policy_.CreateContainer(pod, container);
@@ -436,18 +468,20 @@ Result<nri::CreateContainerResult> NriAgent::CreateContainer(const nri::Pod& pod
                << " refused: " << r.status().ToString();
     return ForRuntime(r.status());
   }
-  LOG(INFO) << "op=" << op << " CreateContainer " << Keys(pod, container)
-            << " cpus=" << r->adjust.cpus
-            << (r->adjust.mems.empty() ? "" : " mems=" + r->adjust.mems)
-            << " updates=" << UpdatesText(r->updates);
+  AfterReply([this, op, keys = Keys(pod, container), cpus = r->adjust.cpus, mems = r->adjust.mems,
+              updates = UpdatesText(r->updates)] {
+    LOG(INFO) << "op=" << op << " CreateContainer " << keys << " cpus=" << cpus
+              << (mems.empty() ? "" : " mems=" + mems) << " updates=" << updates;
+    UpdateGauges();
+  });
   RecordMovesAfterReply(op);
-  UpdateGauges();
   return r;
 }
 
 Result<std::vector<nri::CpusetUpdate>> NriAgent::UpdateContainer(const nri::Pod& pod,
                                                                  const nri::Container& container,
                                                                  const nri::Cpuset& requested) {
+  RunAfterReply();
   const std::string op = NewOp();
   const auto start = env_.clock.Now();
   auto r = policy_.UpdateContainer(pod, container, requested);
@@ -471,6 +505,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::UpdateContainer(const nri::Pod&
 
 Result<std::vector<nri::CpusetUpdate>> NriAgent::StopContainer(const nri::Pod& pod,
                                                                const nri::Container& container) {
+  RunAfterReply();
   const std::string op = NewOp();
   const auto start = env_.clock.Now();
   auto r = policy_.StopContainer(pod, container);
@@ -482,6 +517,7 @@ Result<std::vector<nri::CpusetUpdate>> NriAgent::StopContainer(const nri::Pod& p
 }
 
 Status NriAgent::RemoveContainer(const nri::Pod& pod, const nri::Container& container) {
+  RunAfterReply();
   const std::string op = NewOp();
   const auto start = env_.clock.Now();
   Status s = policy_.RemoveContainer(pod, container);

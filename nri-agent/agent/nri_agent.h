@@ -26,9 +26,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/event_loop.h"
@@ -54,6 +56,12 @@ struct NriAgentOptions {
   // this long, and at most coalesce_max after the first change of a burst (docs/nri-agent.md).
   std::chrono::milliseconds coalesce_window{50};
   std::chrono::milliseconds coalesce_max{500};
+  // What follows a reply and need not precede it (recording the shared containers it moved, its
+  // log line, the gauges, handling a segment change meanwhile) waits this long, or until the
+  // next request. Why not at once: writing the reply wakes the runtime's reader, very likely on
+  // this CPU (a unix socket's wakeup is synchronous); work right after it keeps the reader off
+  // the CPU until it is done (docs/performance.md, "The NRI hot path").
+  std::chrono::microseconds after_reply_delay{1000};
   nri::ReconnectingPlugin::Connector connect;
   nri::PluginOptions plugin;
   BackoffPolicy backoff = nri::kReconnectBackoff;
@@ -111,7 +119,11 @@ class NriAgent : public nri::PluginHandler {
   void OnStale();
   void Heartbeat();
   void LogWarnings(const std::string& op);
-  // Posts policy_.RecordMoves() to run once the current reply is on the wire.
+  // Queues `task` to run after_reply_delay from now (the first queued task sets the time), or
+  // at the start of the next request or Shutdown, whichever is first; tasks run in order.
+  void AfterReply(std::function<void()> task);
+  void RunAfterReply();
+  // Queues policy_.RecordMoves() (AfterReply), once.
   void RecordMovesAfterReply(const std::string& op);
   void UpdateGauges();
   void Observe(const char* method, const Status& status, Clock::TimePoint start);
@@ -125,6 +137,8 @@ class NriAgent : public nri::PluginHandler {
   std::jthread watcher_;
   std::atomic<bool> change_posted_{false};
   bool moves_posted_ = false;
+  std::vector<std::function<void()>> after_reply_;
+  loop::EventLoop::TimerId after_reply_timer_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   Clock::TimePoint started_;
   std::string last_attach_error_;

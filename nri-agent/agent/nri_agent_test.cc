@@ -76,13 +76,23 @@ class NriAgentUnitTest : public ::testing::Test {
       return sim_->plugin_state() == sim::RuntimeSimulator::PluginState::kReady && agent_->ready();
     });
   }
-  Status Create(const std::string& id, const std::string& pod_id, std::vector<std::string> env) {
+  // `step`: as RunUntil's (0: virtual time stands still until the answer).
+  Status Create(const std::string& id, const std::string& pod_id, std::vector<std::string> env,
+                Clock::Duration step = 10ms) {
     nri::Pod pod = MakePod(pod_id);
     nri::Container c = MakeContainer(id, pod, "main", std::move(env));
     std::optional<Status> result;
     sim_->CreateContainer(pod, c, [&](const Status& s) { result = s; });
-    if (!RunUntil([&] { return result.has_value(); })) return DeadlineExceededError("no answer");
+    if (!RunUntil([&] { return result.has_value(); }, step)) {
+      return DeadlineExceededError("no answer");
+    }
     return *result;
+  }
+  // The cpuset the segment's containers table records for `id`.
+  std::string RecordedCpus(const std::string& id) {
+    auto e = seg_.dra()->FindContainer(id);
+    if (!e.ok() || !e->has_value()) return "<absent>";
+    return (**e).cpus.ToListString();
   }
   std::string CpusOf(const std::string& id) {
     auto it = sim_->containers().find(id);
@@ -121,6 +131,32 @@ TEST_F(NriAgentUnitTest, StartCreateContainerStallAndShutdown) {
 
   agent_->Shutdown();
   EXPECT_FALSE(agent_->ready());
+}
+
+// The shared containers a reply moves are recorded after_reply_delay after it (the runtime's
+// reader runs first), or at the start of the next request, whichever is first.
+TEST_F(NriAgentUnitTest, MovedContainersAreRecordedAfterTheDelayOrByTheNextRequest) {
+  seg_.CloseNri();
+  StartAgent();
+  ASSERT_TRUE(Ready());
+  ASSERT_TRUE(Create("s1", "p1", {}).ok());
+  ASSERT_TRUE(RunUntil([&] { return RecordedCpus("s1") == "0-7"; }));
+
+  seg_.Prepare(1, *CpuSet::ParseList("2-3"));
+  ASSERT_TRUE(Create("x1", "p2", {ClaimVar(1, "2-3")}, /*step=*/0ms).ok());
+  EXPECT_EQ(CpusOf("s1"), "0-1,4-7");
+  EXPECT_EQ(RecordedCpus("x1"), "2-3");  // the binding precedes the reply
+  EXPECT_EQ(RecordedCpus("s1"), "0-7");  // the move follows it
+  clock_.Advance(1ms);
+  ASSERT_TRUE(loop_->RunOnce(0ms).ok());
+  EXPECT_EQ(RecordedCpus("s1"), "0-1,4-7");
+
+  seg_.Prepare(2, *CpuSet::ParseList("4-5"));
+  ASSERT_TRUE(Create("x2", "p3", {ClaimVar(2, "4-5")}, /*step=*/0ms).ok());
+  EXPECT_EQ(CpusOf("s1"), "0-1,6-7");
+  EXPECT_EQ(RecordedCpus("s1"), "0-1,4-7");
+  ASSERT_TRUE(Create("s2", "p4", {}, /*step=*/0ms).ok());  // no time passed
+  EXPECT_EQ(RecordedCpus("s1"), "0-1,6-7");
 }
 
 }  // namespace

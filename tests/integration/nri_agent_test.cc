@@ -292,7 +292,8 @@ TEST_F(NriAgentTest, DefaultRuntimeWidensByTheNextEvent) {
   EXPECT_EQ(sim_->reply_updates(), 8);
   EXPECT_EQ(sim_->unsolicited_calls(), 0);
   EXPECT_EQ(sim_->deadlock(), "");
-  // The containers table records what was applied.
+  // The containers table records what was applied (after_reply_delay after the reply).
+  Settle();
   auto e = seg.dra()->FindContainer("s1");
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->cpus, CpuSet::Range(0, 7));
