@@ -286,10 +286,12 @@ std::vector<TrackedContainer*> PinningPolicy::OffPool(const CpuSet& pool, const 
     // is not running (kept until that container is created: the lazy shrink). With an
     // unsolicited update in flight, it will have that update's CPUs, and may still have its own
     // until then: both must be allowed.
+    // The cheap test first: a container to move usually has a CPU the pool lost, in the first
+    // words of its set; the other test reads the whole 1 KiB of both sets.
     const CpuSet* flying = InFlight(id);
     const CpuSet& will_have = flying != nullptr ? *flying : t.cpus;
-    if (pool.IsSubsetOf(will_have) && t.cpus.IsSubsetOf(allowed) &&
-        (flying == nullptr || flying->IsSubsetOf(allowed))) {
+    if (t.cpus.IsSubsetOf(allowed) && (flying == nullptr || flying->IsSubsetOf(allowed)) &&
+        pool.IsSubsetOf(will_have)) {
       continue;
     }
     off.push_back(&t);
