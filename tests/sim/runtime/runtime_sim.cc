@@ -290,12 +290,12 @@ void RuntimeSimulator::CallPlugin(const std::string& method, std::string payload
     return;
   }
   std::weak_ptr<RuntimeSimulator*> weak = self_;
-  const auto sent = std::chrono::steady_clock::now();
+  auto sent = std::make_shared<std::chrono::steady_clock::time_point>();
   conn_->client->Call(kPluginService, method, std::move(payload), timeout,
                       [weak, method, done, sent](Result<std::string> reply) {
                         std::shared_ptr<RuntimeSimulator*> self = weak.lock();
                         if (!self) return;
-                        (*self)->last_call_time_ = std::chrono::steady_clock::now() - sent;
+                        (*self)->last_call_time_ = std::chrono::steady_clock::now() - *sent;
                         // Fatal for the plugin (§4.3): deadline, closed, broken stream.
                         const StatusCode code = reply.status().code();
                         if (code == StatusCode::kDeadlineExceeded ||
@@ -304,6 +304,8 @@ void RuntimeSimulator::CallPlugin(const std::string& method, std::string payload
                         }
                         done(std::move(reply));
                       });
+  // Call has written the request to the socket (the answer comes on a later loop iteration).
+  *sent = std::chrono::steady_clock::now();
 }
 
 std::string RuntimeSimulator::ApplyUnsolicited(const api::UpdateContainersRequest& req) {

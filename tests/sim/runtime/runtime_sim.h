@@ -116,8 +116,9 @@ class RuntimeSimulator {
   int reply_updates() const { return reply_updates_; }
   int unsolicited_calls() const { return unsolicited_calls_; }
   int unsolicited_updates() const { return unsolicited_updates_; }
-  // The wall time of the last call to the plugin from the request's send (encoded) to its reply's
-  // arrival (not yet decoded): what the plugin and the connection cost, for benchmarks.
+  // The wall time of the last call to the plugin from its request written to the socket (framed
+  // and sent) to its reply's arrival (not yet decoded): what the plugin and the connection cost,
+  // for benchmarks.
   std::chrono::nanoseconds last_call_time() const { return last_call_time_; }
   // Empty, or a goroutine-dump-like description of the deadlock the runtime is in.
   const std::string& deadlock() const { return deadlock_; }
