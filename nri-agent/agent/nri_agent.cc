@@ -376,15 +376,11 @@ void NriAgent::AfterReply(std::function<void()> task) {
 }
 
 void NriAgent::RunAfterReply() {
-  if (after_reply_timer_ != 0) {
-    loop_.CancelTimer(after_reply_timer_);
-    after_reply_timer_ = 0;
-  }
   // A task may queue more (a segment change's handling); those run in this pass too.
   while (!after_reply_.empty()) {
     for (const auto& task : std::exchange(after_reply_, {})) task();
   }
-  if (after_reply_timer_ != 0) {  // armed by a task: nothing is left for it
+  if (after_reply_timer_ != 0) {  // nothing is left for it
     loop_.CancelTimer(after_reply_timer_);
     after_reply_timer_ = 0;
   }

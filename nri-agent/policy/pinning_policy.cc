@@ -222,10 +222,11 @@ int PinningPolicy::RunningShared(const std::string& except_id) const {
   return n;
 }
 
-void PinningPolicy::Reindex(const std::string& id) {
-  auto it = containers_.find(id);
-  if (it != containers_.end() && it->second.kind == shm::ContainerKind::kExclusive) {
-    exclusive_[id] = &it->second;
+void PinningPolicy::Keep(TrackedContainer t) {
+  const std::string id = t.id;
+  TrackedContainer& kept = containers_[id] = std::move(t);
+  if (kept.kind == shm::ContainerKind::kExclusive) {
+    exclusive_[id] = &kept;
   } else {
     exclusive_.erase(id);
   }
@@ -450,9 +451,7 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
       warnings_.push_back("not recorded in shared memory: " + widened.status().ToString());
     }
     declared_.erase(t.id);
-    const std::string id = t.id;
-    containers_[id] = std::move(t);
-    Reindex(id);
+    Keep(std::move(t));
     return result;
   }
 
@@ -496,9 +495,7 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   CpuSet declared;
   for (const ClaimEnv& e : *envs) declared |= e.cpus;
   declared_[t.id] = declared;
-  const std::string id = t.id;
-  containers_[id] = std::move(t);
-  Reindex(id);
+  Keep(std::move(t));
   return result;
 }
 

@@ -207,8 +207,9 @@ class PinningPolicy : public nri::PluginHandler {
                                                       const TrackedContainer* also);
   // How many running shared containers there are, except `except_id`.
   int RunningShared(const std::string& except_id) const;
-  // Brings exclusive_ in step with containers_ for `id` (inserted, replaced or erased), or whole.
-  void Reindex(const std::string& id);
+  // Stores `t` in containers_ (replacing one with its id) and keeps exclusive_ in step.
+  void Keep(TrackedContainer t);
+  // Rebuilds exclusive_ from containers_ as a whole.
   void RebuildIndex();
   // RecordMoves() at the start of a call, a failure kept as a warning.
   void RecordMovesFirst();
@@ -231,7 +232,8 @@ class PinningPolicy : public nri::PluginHandler {
   std::optional<nri::RuntimeInfo> runtime_;
   std::map<std::string, TrackedContainer> containers_;
   // The exclusive entries of containers_ (a node runs a handful beside hundreds of shared ones):
-  // what OwnerOf and LazyCpus walk on the container-start path. Kept by Reindex/RebuildIndex.
+  // what OwnerOf and LazyCpus walk on the container-start path. Kept by Keep, RemoveContainer and
+  // RebuildIndex.
   std::map<std::string, const TrackedContainer*> exclusive_;
   // Every CPU named by a DRA_CPUSET env of a tracked container (for the fallback pool).
   std::map<std::string, CpuSet> declared_;
