@@ -80,7 +80,7 @@ std::string FormatText(const Snapshot& s, const DumpContext& ctx) {
                   static_cast<unsigned long long>(a.pid_ns_inode), Time(a.start_time_ns).c_str(),
                   static_cast<unsigned long long>(a.attach_count),
                   Liveness(a, ctx.agents[r]).c_str(),
-                  a.version[0] ? ("version " + std::string(a.version)).c_str() : "");
+                  a.Version().empty() ? "" : ("version " + LogEscape(a.Version())).c_str());
     out += line;
   }
   out += "\nCPUS\n";
@@ -202,7 +202,7 @@ std::string FormatJson(const Snapshot& s, const DumpContext& ctx) {
     key("attachCount");
     w.Uint64(a.attach_count);
     key("version");
-    str(std::string_view(a.version, ::strnlen(a.version, kVersionBytes)));
+    str(a.Version());
     w.EndObject();
   }
   w.EndArray();

@@ -18,6 +18,8 @@ uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
+std::string_view AgentRecord::Version() const { return Field(version, sizeof version); }
+
 std::string_view ClaimEntry::Uid() const { return Field(uid, sizeof uid); }
 std::string_view ClaimEntry::Namespace() const { return Field(namespace_, sizeof namespace_); }
 std::string_view ClaimEntry::Name() const { return Field(name, sizeof name); }

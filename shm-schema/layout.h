@@ -110,6 +110,10 @@ struct AgentRecord {
   uint8_t reserved0[24];
   char version[kVersionBytes];  // the agent's version string
   uint8_t reserved1[128];
+
+  // The version string up to its NUL or the field's end (a corrupt one need not be
+  // terminated); untrusted bytes: escape before printing.
+  std::string_view Version() const;
 };
 static_assert(offsetof(AgentRecord, pid) == 0);
 static_assert(offsetof(AgentRecord, role) == 4);

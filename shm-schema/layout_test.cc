@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "shm-schema/checksum.h"
 
 namespace dracpu::shm {
@@ -39,6 +41,14 @@ TEST(LayoutTest, ChecksumDetectsAnyWordChange) {
   }
   e.checksum = 12345;  // the checksum field itself is not covered
   EXPECT_EQ(RecordChecksum(e), base);
+}
+
+TEST(LayoutTest, AgentVersionStopsAtTheFieldsEndWithoutANul) {
+  AgentRecord a{};
+  EXPECT_EQ(a.Version(), "");
+  std::memset(a.version, 'v', sizeof a.version);
+  std::memset(a.reserved1, 'x', sizeof a.reserved1);
+  EXPECT_EQ(a.Version(), std::string(kVersionBytes, 'v'));
 }
 
 TEST(LayoutTest, NodeMask) {
