@@ -24,6 +24,10 @@ Status CheckServer(std::string_view server, std::string_view where) {
     return InvalidArgumentError(std::string(where) + ": server " + Quote(server) +
                                 " must start with https:// or http://");
   }
+  if (const std::string_view authority = server.substr(server.find("://") + 3);
+      authority.empty() || authority.front() == '/') {
+    return InvalidArgumentError(std::string(where) + ": server " + Quote(server) + " has no host");
+  }
   return Status::Ok();
 }
 
