@@ -10,13 +10,14 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/aio_fsync.h"
 #include "common/file_system.h"
 #include "common/unique_fd.h"
 
 namespace dracpu {
 namespace {
 
-// Concurrent fsyncs of one batch (WriteFilesAtomically); a Prepare of 32 claims syncs at once.
+// Threads for the fsyncs of one batch where AIO cannot take it (WriteFilesAtomically).
 constexpr size_t kMaxConcurrentSyncs = 32;
 
 // Root-relative form of `path` ("." for the root itself), or INVALID_ARGUMENT for "..".
@@ -248,14 +249,38 @@ class PosixFileSystem final : public FileSystem {
     UniqueFd fd;
   };
 
-  // fsync of every temp file whose `out` is OK, each on a thread of its own (up to
-  // kMaxConcurrentSyncs, then in turns); a failed fsync fails that file only. Where a thread
-  // cannot be made, the caller's thread does that share.
-  void SyncConcurrently(std::vector<Temp>& temps, std::vector<Status>& out) const {
+  // fsync of every temp file whose `out` is OK, all at once (AioFsync; where AIO cannot take
+  // the batch, one thread per file); a failed fsync fails that file only.
+  void SyncConcurrently(std::vector<Temp>& temps, std::vector<Status>& out) {
     std::vector<size_t> pending;
+    std::vector<int> fds;
     for (size_t i = 0; i < temps.size(); ++i) {
-      if (out[i].ok()) pending.push_back(i);
+      if (out[i].ok()) {
+        pending.push_back(i);
+        fds.push_back(temps[i].fd.get());
+      }
     }
+    if (pending.size() == 1) SyncOne(temps[pending[0]], out[pending[0]]);
+    if (pending.size() <= 1) return;
+    if (std::vector<int> errors; aio_.SyncAll(fds, errors)) {
+      for (size_t k = 0; k < pending.size(); ++k) {
+        if (errors[k] != 0) {
+          out[pending[k]] = ErrnoStatus("fsync " + HostPath(temps[pending[k]].tmp), errors[k]);
+        }
+      }
+      return;
+    }
+    SyncOnThreads(temps, pending, out);
+  }
+
+  void SyncOne(const Temp& temp, Status& out) const {
+    if (::fsync(temp.fd.get()) != 0) out = ErrnoStatus("fsync " + HostPath(temp.tmp), errno);
+  }
+
+  // Each file's fsync on a thread of its own (up to kMaxConcurrentSyncs, then in turns). Where a
+  // thread cannot be made, the caller's thread does that share.
+  void SyncOnThreads(std::vector<Temp>& temps, const std::vector<size_t>& pending,
+                     std::vector<Status>& out) const {
     // Each share is every n-th pending file; each file's Status is written by one thread only.
     struct Share {
       const PosixFileSystem* fs;
@@ -268,9 +293,7 @@ class PosixFileSystem final : public FileSystem {
       const Share& sh = *static_cast<Share*>(arg);
       for (size_t k = sh.first; k < sh.pending->size(); k += sh.stride) {
         const size_t i = (*sh.pending)[k];
-        if (::fsync((*sh.temps)[i].fd.get()) != 0) {
-          (*sh.out)[i] = ErrnoStatus("fsync " + sh.fs->HostPath((*sh.temps)[i].tmp), errno);
-        }
+        sh.fs->SyncOne((*sh.temps)[i], (*sh.out)[i]);
       }
       return nullptr;
     };
@@ -334,6 +357,7 @@ class PosixFileSystem final : public FileSystem {
 
   const std::string root_;
   const UniqueFd root_fd_;
+  AioFsync aio_;  // WriteFilesAtomically's fsyncs
 };
 
 }  // namespace
