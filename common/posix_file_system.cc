@@ -1,6 +1,5 @@
 #include <dirent.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,15 +9,12 @@
 #include <cstdio>
 #include <cstring>
 
-#include "common/aio_fsync.h"
+#include "common/concurrent_fsync.h"
 #include "common/file_system.h"
 #include "common/unique_fd.h"
 
 namespace dracpu {
 namespace {
-
-// Threads for the fsyncs of one batch where AIO cannot take it (WriteFilesAtomically).
-constexpr size_t kMaxConcurrentSyncs = 32;
 
 // Root-relative form of `path` ("." for the root itself), or INVALID_ARGUMENT for "..".
 Result<std::string> Relative(std::string_view path) {
@@ -249,8 +245,8 @@ class PosixFileSystem final : public FileSystem {
     UniqueFd fd;
   };
 
-  // fsync of every temp file whose `out` is OK, all at once (AioFsync; where AIO cannot take
-  // the batch, one thread per file); a failed fsync fails that file only.
+  // fsync of every temp file whose `out` is OK, all at once (ConcurrentFsync); a failed fsync
+  // fails that file only.
   void SyncConcurrently(std::vector<Temp>& temps, std::vector<Status>& out) {
     std::vector<size_t> pending;
     std::vector<int> fds;
@@ -260,57 +256,10 @@ class PosixFileSystem final : public FileSystem {
         fds.push_back(temps[i].fd.get());
       }
     }
-    if (pending.size() == 1) SyncOne(temps[pending[0]], out[pending[0]]);
-    if (pending.size() <= 1) return;
-    if (std::vector<int> errors; aio_.SyncAll(fds, errors)) {
-      for (size_t k = 0; k < pending.size(); ++k) {
-        if (errors[k] != 0) {
-          out[pending[k]] = ErrnoStatus("fsync " + HostPath(temps[pending[k]].tmp), errors[k]);
-        }
-      }
-      return;
-    }
-    SyncOnThreads(temps, pending, out);
-  }
-
-  void SyncOne(const Temp& temp, Status& out) const {
-    if (::fsync(temp.fd.get()) != 0) out = ErrnoStatus("fsync " + HostPath(temp.tmp), errno);
-  }
-
-  // Each file's fsync on a thread of its own (up to kMaxConcurrentSyncs, then in turns). Where a
-  // thread cannot be made, the caller's thread does that share.
-  void SyncOnThreads(std::vector<Temp>& temps, const std::vector<size_t>& pending,
-                     std::vector<Status>& out) const {
-    // Each share is every n-th pending file; each file's Status is written by one thread only.
-    struct Share {
-      const PosixFileSystem* fs;
-      std::vector<Temp>* temps;
-      std::vector<Status>* out;
-      const std::vector<size_t>* pending;
-      size_t first, stride;
-    };
-    auto sync_share = [](void* arg) -> void* {
-      const Share& sh = *static_cast<Share*>(arg);
-      for (size_t k = sh.first; k < sh.pending->size(); k += sh.stride) {
-        const size_t i = (*sh.pending)[k];
-        sh.fs->SyncOne((*sh.temps)[i], (*sh.out)[i]);
-      }
-      return nullptr;
-    };
-    const size_t n = std::max<size_t>(1, std::min(pending.size(), kMaxConcurrentSyncs));
-    std::vector<Share> shares;
-    for (size_t k = 0; k < n; ++k) shares.push_back({this, &temps, &out, &pending, k, n});
-    std::vector<pthread_t> threads(n);
-    std::vector<bool> started(n, false);
-    for (size_t k = 1; k < n; ++k) {
-      started[k] = ::pthread_create(&threads[k], nullptr, sync_share, &shares[k]) == 0;
-    }
-    sync_share(&shares[0]);
-    for (size_t k = 1; k < n; ++k) {
-      if (started[k]) {
-        ::pthread_join(threads[k], nullptr);
-      } else {
-        sync_share(&shares[k]);
+    const std::vector<int> errors = fsync_.SyncAll(fds);
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (errors[k] != 0) {
+        out[pending[k]] = ErrnoStatus("fsync " + HostPath(temps[pending[k]].tmp), errors[k]);
       }
     }
   }
@@ -357,7 +306,7 @@ class PosixFileSystem final : public FileSystem {
 
   const std::string root_;
   const UniqueFd root_fd_;
-  AioFsync aio_;  // WriteFilesAtomically's fsyncs
+  ConcurrentFsync fsync_;  // WriteFilesAtomically's fsyncs
 };
 
 }  // namespace
