@@ -1,5 +1,6 @@
 #include "common/concurrent_fsync.h"
 
+#include <linux/aio_abi.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 
 namespace dracpu {
 namespace {
+
+static_assert(sizeof(aio_context_t) == sizeof(uint64_t));
 
 int FsyncErrno(int fd) { return ::fsync(fd) == 0 ? 0 : errno; }
 

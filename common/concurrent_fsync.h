@@ -14,8 +14,7 @@
 // Thread safety: SyncAll may be called from any number of threads.
 #pragma once
 
-#include <linux/aio_abi.h>
-
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -42,7 +41,7 @@ class ConcurrentFsync {
   static void SyncOnThreads(const std::vector<int>& fds, std::vector<int>& errors);
 
   std::mutex aio_mu_;
-  aio_context_t aio_ctx_ = 0;  // 0: not made yet (or gone after a failure)
+  uint64_t aio_ctx_ = 0;  // the kernel's aio_context_t; 0: not made yet (or gone after a failure)
   bool aio_refused_;
 };
 
