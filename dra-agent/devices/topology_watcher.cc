@@ -13,7 +13,17 @@ TopologyWatcher::TopologyWatcher(const FileSystem& fs, Clock& clock, const CpuTo
       clock_(clock),
       on_change_(std::move(on_change)),
       options_(options),
-      online_(initial.online) {}
+      online_(initial.online) {
+  // Without the file's text the first poll would run a whole discovery (milliseconds on a large
+  // machine) only to learn it. The text is taken when it names the initial topology's online
+  // set: a CPU that changed state since that discovery leaves it unset, and the first poll
+  // discovers and reports it.
+  if (!fs_.Exists(kOnlinePath)) return;
+  Result<std::string> text = fs_.ReadFile(kOnlinePath, 4096);
+  if (!text.ok()) return;  // the first poll reads again and reports the error
+  Result<CpuSet> online = CpuSet::ParseList(*text, kOnlinePath);
+  if (online.ok() && *online == initial.online) online_text_ = *std::move(text);
+}
 
 Result<bool> TopologyWatcher::Poll() {
   {

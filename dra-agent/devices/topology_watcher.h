@@ -5,10 +5,11 @@
 //   std::jthread t([&](std::stop_token stop) { watcher.Run(stop); });  // every `interval` (10 s)
 //
 // A poll reads <root>/sys/devices/system/cpu/online and stops there when its text is the one
-// seen last time (one small read: cheap when nothing changed). Otherwise (and on kernels without
-// that file, every poll) it runs DiscoverTopology and calls back when the online CPU set differs
-// from the last one reported (or the initial topology's). A failed read or discovery is counted
-// and kept in stats().last_error; the next poll tries again.
+// seen last time (one small read: cheap when nothing changed). The constructor reads it once:
+// when it names the initial topology's online set, that text is the first one seen. Otherwise (and
+// on kernels without that file, every poll) it runs DiscoverTopology and calls back when the online
+// CPU set differs from the last one reported (or the initial topology's). A failed read or
+// discovery is counted and kept in stats().last_error; the next poll tries again.
 //
 // Thread safety: Poll and Run must not run concurrently; stats() may be called from any thread.
 // The callback runs on the polling thread.

@@ -59,11 +59,24 @@ class TopologyWatcherTest : public ::testing::Test {
 TEST_F(TopologyWatcherTest, NothingChangedIsOneSmallRead) {
   TopologyWatcher w(*fs_, clock_, initial_,
                     [&](const CpuTopology& t) { seen_.push_back(t.online.ToListString()); });
-  // The first poll does not know the file's text yet: it discovers once and finds no change.
+  // The watcher took the file's text when it was made (it names the initial online set), so not
+  // even the first poll discovers.
   EXPECT_THAT(w.Poll(), IsOkAndHolds(false));
   EXPECT_THAT(w.Poll(), IsOkAndHolds(false));
   EXPECT_THAT(w.Poll(), IsOkAndHolds(false));
   EXPECT_EQ(w.stats().polls, 3u);
+  EXPECT_EQ(w.stats().discoveries, 0u);
+  EXPECT_TRUE(seen_.empty());
+}
+
+TEST_F(TopologyWatcherTest, AnUnreadableFileAtTheStartLeavesTheFirstPollToDiscover) {
+  fixture_->CpuFile("online", "garbage\n");
+  TopologyWatcher w(*fs_, clock_, initial_,
+                    [&](const CpuTopology& t) { seen_.push_back(t.online.ToListString()); });
+  fixture_->CpuFile("online", "0-3\n");
+  EXPECT_THAT(w.Poll(), IsOkAndHolds(false));
+  EXPECT_EQ(w.stats().discoveries, 1u);
+  EXPECT_THAT(w.Poll(), IsOkAndHolds(false));
   EXPECT_EQ(w.stats().discoveries, 1u);
   EXPECT_TRUE(seen_.empty());
 }
@@ -87,6 +100,7 @@ TEST_F(TopologyWatcherTest, ChangeSinceTheInitialTopologyIsReportedOnTheFirstPol
                     [&](const CpuTopology& t) { seen_.push_back(t.online.ToListString()); });
   EXPECT_THAT(w.Poll(), IsOkAndHolds(true));
   EXPECT_THAT(seen_, ::testing::ElementsAre("0-2"));
+  EXPECT_EQ(w.stats().discoveries, 1u);
 }
 
 TEST_F(TopologyWatcherTest, ErrorsAreCountedAndTheNextPollRecovers) {
