@@ -17,13 +17,16 @@ only its stderr goes to runtime.log.
 
 API (a contract for later tests; keep it):
   WholeNode(build_dir, sysfs_root=None, machine=None, shared_dir=None, tmp_prefix="dracpu-node-",
-            node_name="node-1", log=print, runtime_args=MODERN_RUNTIME, dra_agent_args=())
+            node_name="node-1", log=print, runtime_args=MODERN_RUNTIME, dra_agent_args=(),
+            tmp_parent="/tmp")
       sysfs_root: a directory holding sys/devices/system/cpu, used as is; machine: a
       <shared_dir>/sysfs-corpus name (shared_dir defaults to $DRACPU_SHARED_DIR), extracted.
       runtime_args: extra dracpu-runtime-sim flags (--runtime-name/-version, --nri-version,
       --apply-affinity); the default is a runtime whose NRI allows unsolicited updates.
       dra_agent_args: extra dracpu-dra-agent flags (e.g. --config FILE, write_file() makes one).
       apiserver_args: extra dracpu-sim-apiserver flags (e.g. --bookmark-interval-ms 60000).
+      tmp_parent: where the node's directory (sockets, CDI, shared-memory segment, logs) is made;
+      a node keeps these under /run, a tmpfs, so benchmarks pass /dev/shm.
   start()                      everything; returns once the dra-agent is registered and ready and
                                the nri-agent is the runtime's ready plugin
   start_dra_agent(), kill_dra_agent(sig=SIGKILL)   kill waits for the exit
@@ -95,11 +98,12 @@ def fmt(cpus):
 class WholeNode:
     def __init__(self, build_dir, sysfs_root=None, machine=None, shared_dir=None,
                  tmp_prefix="dracpu-node-", node_name="node-1", log=print,
-                 runtime_args=MODERN_RUNTIME, dra_agent_args=(), apiserver_args=()):
+                 runtime_args=MODERN_RUNTIME, dra_agent_args=(), apiserver_args=(),
+                 tmp_parent="/tmp"):
         self.build = os.path.abspath(build_dir)
         self.node_name = node_name
         self.log = log
-        self.tmp = tempfile.mkdtemp(prefix=tmp_prefix, dir="/tmp")
+        self.tmp = tempfile.mkdtemp(prefix=tmp_prefix, dir=tmp_parent)
         self.procs = {}
         self.logs = {}
         self._cleaned = False
