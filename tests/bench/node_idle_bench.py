@@ -92,9 +92,9 @@ def setup(build, tmp, claims, containers, log):
     root = os.path.join(tmp, "machine")
     synthetic_sysfs.write_tree(root, 2, 24, 2, 1)
     # A real API server sends a watch BOOKMARK about once a minute; the simulator's default of
-    # one a second would be a wakeup of its own making.
-    # The agents' files (segment, sockets, CDI) on tmpfs, as under a node's /run: on a disk the
-    # heartbeat's store into the segment would now and then fault to mark the page dirty again.
+    # one a second would be a wakeup of its own making. The agents' files (segment, sockets, CDI)
+    # go on tmpfs, as under a node's /run; /tmp may be a disk, where the heartbeat's store into
+    # the segment now and then faults to mark the page dirty again.
     node = whole_node.WholeNode(build, sysfs_root=root, log=log,
                                 apiserver_args=("--bookmark-interval-ms", "60000"),
                                 tmp_parent="/dev/shm" if os.path.isdir("/dev/shm") else "/tmp")

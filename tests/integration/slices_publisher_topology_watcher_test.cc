@@ -69,7 +69,7 @@ TEST_F(TopologyWatcherTest, NothingChangedIsOneSmallRead) {
   EXPECT_TRUE(seen_.empty());
 }
 
-TEST_F(TopologyWatcherTest, AnUnreadableFileAtTheStartLeavesTheFirstPollToDiscover) {
+TEST_F(TopologyWatcherTest, AFileThatDoesNotParseAtTheStartLeavesTheFirstPollToDiscover) {
   fixture_->CpuFile("online", "garbage\n");
   TopologyWatcher w(*fs_, clock_, initial_,
                     [&](const CpuTopology& t) { seen_.push_back(t.online.ToListString()); });
