@@ -219,7 +219,7 @@ Result<AgentStatus> Segment::GetAgentStatus(Role role) const {
   AgentStatus st;
   st.attached = rec.pid != 0;
   st.pid = rec.pid;
-  st.version = CString(rec.version, sizeof rec.version);
+  st.version = rec.Version();
   ASSIGN_OR_RETURN(st.live, RoleLive(role));
   const uint64_t now = boottime_ns_();
   if (rec.heartbeat_ns != 0 && rec.heartbeat_ns <= now) {

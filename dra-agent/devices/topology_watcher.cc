@@ -5,6 +5,12 @@ namespace {
 
 constexpr char kOnlinePath[] = "sys/devices/system/cpu/online";
 
+// cpu/online's text; "" on old kernels without the file.
+Result<std::string> ReadOnlineText(const FileSystem& fs) {
+  if (!fs.Exists(kOnlinePath)) return std::string();
+  return fs.ReadFile(kOnlinePath, 4096);
+}
+
 }  // namespace
 
 TopologyWatcher::TopologyWatcher(const FileSystem& fs, Clock& clock, const CpuTopology& initial,
@@ -18,9 +24,8 @@ TopologyWatcher::TopologyWatcher(const FileSystem& fs, Clock& clock, const CpuTo
   // machine) only to learn it. The text is taken when it names the initial topology's online
   // set: a CPU that changed state since that discovery leaves it unset, and the first poll
   // discovers and reports it.
-  if (!fs_.Exists(kOnlinePath)) return;
-  Result<std::string> text = fs_.ReadFile(kOnlinePath, 4096);
-  if (!text.ok()) return;  // the first poll reads again and reports the error
+  Result<std::string> text = ReadOnlineText(fs_);
+  if (!text.ok() || text->empty()) return;  // the first poll reads again and reports the error
   Result<CpuSet> online = CpuSet::ParseList(*text, kOnlinePath);
   if (online.ok() && *online == initial.online) online_text_ = *std::move(text);
 }
@@ -36,15 +41,11 @@ Result<bool> TopologyWatcher::Poll() {
     stats_.last_error = s.ToString();
     return s;
   };
-  // Old kernels have no cpu/online: then every poll discovers.
-  std::string text;
-  const bool has_online_file = fs_.Exists(kOnlinePath);
-  if (has_online_file) {
-    Result<std::string> read = fs_.ReadFile(kOnlinePath, 4096);
-    if (!read.ok()) return record_error(read.status());
-    text = *std::move(read);
-    if (!online_text_.empty() && text == online_text_) return false;
-  }
+  // Old kernels have no cpu/online (text ""): then every poll discovers.
+  Result<std::string> read = ReadOnlineText(fs_);
+  if (!read.ok()) return record_error(read.status());
+  std::string text = *std::move(read);
+  if (!text.empty() && text == online_text_) return false;
   Result<CpuTopology> topology = DiscoverTopology(fs_, options_.discovery);
   {
     std::lock_guard<std::mutex> lock(mu_);
