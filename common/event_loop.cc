@@ -99,6 +99,11 @@ void EventLoop::Stop() {
   [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof(one));
 }
 
+bool EventLoop::stop_requested() {
+  std::lock_guard<std::mutex> lock(posted_mu_);
+  return stop_requested_;
+}
+
 void EventLoop::DrainWakeFd() {
   uint64_t value;
   [[maybe_unused]] ssize_t n = ::read(wake_fd_.get(), &value, sizeof(value));
@@ -135,7 +140,10 @@ Status EventLoop::RunOnce(std::optional<std::chrono::milliseconds> max_wait) {
     std::shared_ptr<IoHandler> handler = it->second.handler;
     (*handler)(events[i].events);
   }
-  RunDueTimers();
+  // A stop (a SIGTERM's fd, another thread) wins over timers that fell due meanwhile: with a
+  // stop and a heartbeat ready together, the heartbeat must not run after the stop was seen.
+  // They stay queued for a later Run().
+  if (!stop_requested()) RunDueTimers();
   RunPostedTasks();
   return Status::Ok();
 }

@@ -68,7 +68,8 @@ class EventLoop {
   Status RunOnce(std::optional<std::chrono::milliseconds> max_wait);
   // Iterates until Stop(). Returns an error only if epoll_wait itself fails.
   Status Run();
-  // Thread-safe: makes Run() return after the current iteration.
+  // Thread-safe: makes Run() return after the current iteration. Timers that fall due in that
+  // iteration after the stop was requested do not run (they stay queued); posted tasks do.
   void Stop();
 
   size_t watch_count() const { return watches_.size(); }
@@ -78,6 +79,7 @@ class EventLoop {
   EventLoop(const Clock& clock, UniqueFd epoll_fd, UniqueFd wake_fd);
   void DrainWakeFd();
   void RunDueTimers();
+  bool stop_requested();
   void RunPostedTasks();
 
   struct Watched {

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -89,6 +90,28 @@ TEST(EventLoop, StopFromAnotherThreadEndsRun) {
   std::thread stopper([&] { loop->Post([&] { loop->Stop(); }); });
   EXPECT_THAT(loop->Run(), IsOk());
   stopper.join();
+}
+
+// A stop seen in an iteration (here a readable stop fd, as main's signalfd) wins over a timer
+// that is due in the same iteration: the timer stays queued and runs only if the loop runs again.
+TEST(EventLoop, AStopSeenInAnIterationKeepsItsDueTimersQueued) {
+  dracpu::testing::FakeClock clock;
+  auto created = EventLoop::Create(clock);
+  ASSERT_THAT(created, IsOk());
+  EventLoop& loop = **created;
+  UniqueFd stop(::eventfd(1, EFD_CLOEXEC));
+  ASSERT_TRUE(stop.valid());
+  ASSERT_THAT(loop.Watch(stop.get(), EPOLLIN, [&](uint32_t) { loop.Stop(); }), IsOk());
+  int ran = 0;
+  loop.AddTimer(1s, [&] { ++ran; });
+  clock.Advance(1s);
+  EXPECT_THAT(loop.Run(), IsOk());
+  EXPECT_EQ(ran, 0);
+  EXPECT_EQ(loop.timer_count(), 1u);
+  uint64_t value = 0;
+  ASSERT_EQ(::read(stop.get(), &value, sizeof value), 8);
+  ASSERT_THAT(loop.RunOnce(0ms), IsOk());
+  EXPECT_EQ(ran, 1);
 }
 
 TEST(EventLoop, WatchReportsReadableAndUnwatchInsideHandlerStopsIt) {
