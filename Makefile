@@ -96,7 +96,7 @@ TSAN_CI_TESTS := http_server http_connection concurrent_fsync dra_agent nri_agen
   kube_kube_client kube_hostile_apiserver cpu_claim_preparer device_health_monitor event_loop \
   ttrpc_server_client mux_multiplexer mux_ttrpc_peer nri_plugin sim_reconnect shm_segment shm_crash \
   slices_publisher slices_publisher_topology_watcher nri_agent \
-  kubelet_plugin_server serial_event_engine kubelet_simulator \
+  kubelet_plugin_server serial_event_engine sleeping_grpc_timers kubelet_simulator \
   dra_agent_e2e dra_agent_scale_e2e whole_node_e2e node_claims_e2e node_health_e2e \
   node_hotplug_e2e
 TSAN_ENV := TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 history_size=4 \

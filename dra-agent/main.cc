@@ -31,6 +31,7 @@
 #include "dra-agent/kube/curl_http_client.h"
 #include "dra-agent/kube/resources.h"
 #include "dra-agent/kubelet/kubelet_plugin_server.h"
+#include "dra-agent/kubelet/sleeping_grpc_timers.h"
 #include "dra-agent/metrics/dra_metrics.h"
 #include "dra-agent/subcommand.h"
 #include "dracpu_version.h"
@@ -191,6 +192,11 @@ int RunAgent(const std::vector<std::string>& args) {
   if (!sigfd) {
     LOG(ERROR) << "signalfd: " << std::strerror(errno);
     return 1;
+  }
+
+  // Before gRPC's first use and after the signal mask, as gRPC starts threads here.
+  if (dracpu::Status timers = dracpu::dra::InstallSleepingGrpcTimers(); !timers.ok()) {
+    LOG(WARNING) << "gRPC's timer thread keeps waking about once a second: " << timers.ToString();
   }
 
   // Every real implementation the agent uses is built here and handed down (DraEnv).
