@@ -93,7 +93,8 @@ fuzz: deps
 TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?=
 TSAN_CI_TESTS := http_server http_connection concurrent_fsync dra_agent nri_agent_unit claim_status \
-  kube_kube_client kube_hostile_apiserver cpu_claim_preparer device_health_monitor event_loop \
+  kube_kube_client kube_hostile_apiserver cpu_claim_preparer claim_fetch device_health_monitor \
+  event_loop \
   ttrpc_server_client mux_multiplexer mux_ttrpc_peer nri_plugin sim_reconnect shm_segment shm_crash \
   slices_publisher slices_publisher_topology_watcher nri_agent \
   kubelet_plugin_server serial_event_engine sleeping_grpc_timers kubelet_simulator \

@@ -14,6 +14,10 @@
 namespace dracpu::dra {
 namespace {
 
+// GETs of one call's claims in flight at once: the Kubernetes client keeps 4 connections
+// (curl_http_client.cc); more GETs at once would open new ones, each a TLS handshake.
+constexpr size_t kConcurrentClaimFetches = 4;
+
 // The kubelet's words for the claim, escaped: this goes into answers and logs before anything
 // has validated it.
 std::string Key(const ClaimRef& ref) {
@@ -86,15 +90,23 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
   locks.reserve(stripes.size());
   for (size_t i : stripes) locks.emplace_back(claim_locks_[i]);
 
+  std::vector<Status> invalid;
+  invalid.reserve(claims.size());
+  std::vector<ClaimRef> to_fetch;
+  for (const ClaimRef& ref : claims) {
+    invalid.push_back(ValidateRef(ref));
+    if (invalid.back().ok()) to_fetch.push_back(ref);
+  }
+  std::vector<Result<std::string>> fetched = FetchClaims(fetch_, to_fetch, kConcurrentClaimFetches);
   std::vector<Staged> staged;
   staged.reserve(claims.size());
-  for (const ClaimRef& ref : claims) {
-    if (Status s = ValidateRef(ref); !s.ok()) {
+  for (size_t i = 0, next_fetched = 0; i < claims.size(); ++i) {
+    if (!invalid[i].ok()) {
       staged.push_back({});
-      staged.back().result = {{}, "claim " + Key(ref) + ": " + s.message()};
+      staged.back().result = {{}, "claim " + Key(claims[i]) + ": " + invalid[i].message()};
       continue;
     }
-    staged.push_back(Stage(ref));
+    staged.push_back(Stage(claims[i], std::move(fetched[next_fetched++])));
   }
   Commit(claims, staged);
   locks.clear();
@@ -269,13 +281,12 @@ Result<CpuSet> CpuClaimPreparer::Place(const ResourceClaimView& claim,
   return chosen;
 }
 
-CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref) {
+CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref, Result<std::string> json) {
   auto fail = [&](const Status& s) {
     Staged out;
     out.result = ClaimPrepareResult{{}, "claim " + Key(ref) + ": " + s.message()};
     return out;
   };
-  auto json = fetch_(ref.namespace_name, ref.name);
   if (!json.ok()) return fail(json.status().WithContext("reading the ResourceClaim"));
   auto claim = ParseResourceClaim(*json);
   if (!claim.ok()) return fail(claim.status());

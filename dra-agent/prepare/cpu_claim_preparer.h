@@ -1,9 +1,10 @@
 // CpuClaimPreparer: the dra-agent's NodePrepareResources / NodeUnprepareResources.
 //
-// Prepare, per claim (claims of one call in parallel is the kubelet's business; here each claim
-// is serialized against itself by a striped lock, and different claims run concurrently except
-// for the short placement step, which runs inside one shared-memory transaction):
-//   1. GET the ResourceClaim, check its uid and that it is allocated; take the results for
+// Prepare, per claim (each claim is serialized against itself by a striped lock, and different
+// calls run concurrently except for the short placement step, which runs inside one
+// shared-memory transaction; within a call only the GETs overlap):
+//   1. GET the ResourceClaim (the claims of one call concurrently, up to kConcurrentClaimFetches at
+//      a time: FetchClaims), check its uid and that it is allocated; take the results for
 //      dra.cpu (none: success with no devices, as the reference).
 //   2. Already in shared memory (a repeated Prepare): the same CPUs again; the CDI spec is
 //      rewritten if missing.
@@ -42,16 +43,13 @@
 #include "dra-agent/cdi/cdi_store.h"
 #include "dra-agent/devices/device_catalog.h"
 #include "dra-agent/metrics/dra_metrics.h"
+#include "dra-agent/prepare/claim_fetch.h"
 #include "dra-agent/prepare/claim_preparer.h"
 #include "dra-agent/prepare/device_metadata.h"
 #include "dra-agent/prepare/resource_claim.h"
 #include "shm-schema/segment.h"
 
 namespace dracpu::dra {
-
-// Returns the ResourceClaim's JSON from the API server (GET), or the API error.
-using ClaimFetcher =
-    std::function<Result<std::string>(const std::string& namespace_name, const std::string& name)>;
 
 // Returns the CPUs online now (sysfs cpu/online), read at every placement so a CPU that went
 // offline after start-up is never granted (the catalog and topology are the start-up view).
@@ -70,8 +68,8 @@ struct PreparerOptions {
 
 class CpuClaimPreparer final : public ClaimPreparer {
  public:
-  // All references must outlive the preparer. `metrics` may be null; `clock` times the
-  // requests for it.
+  // All references must outlive the preparer. `fetch` is called from several threads at once
+  // (claim_fetch.h). `metrics` may be null; `clock` times the requests for it.
   CpuClaimPreparer(const CpuTopology& topology, const allocator::TopologyIndex& index,
                    const DeviceCatalog& catalog, shm::Segment& segment, CdiStore& cdi,
                    ClaimFetcher fetch, PreparerOptions options, DraMetrics* metrics,
@@ -103,7 +101,8 @@ class CpuClaimPreparer final : public ClaimPreparer {
     shm::ClaimSpec spec;
     std::optional<DeviceMetadataWriter::Plan> metadata;  // written with the spec
   };
-  Staged Stage(const ClaimRef& ref);  // the claim's stripe is held
+  // The claim's stripe is held; `json` is its FetchClaims result.
+  Staged Stage(const ClaimRef& ref, Result<std::string> json);
   void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged);  // steps 4-5
   std::string UnprepareOne(const ClaimRef& ref);
   // `whole_devices` gets the devices allocated whole (results without consumedCapacity).

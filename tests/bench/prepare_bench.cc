@@ -10,6 +10,8 @@
 // directory on tmpfs and on a disk-backed directory (/var/tmp), each printed as a ratio to the
 // one-claim call on the same directory (target on disk: 8 claims < 2x one claim) and to an empty
 // fsync there (create an empty file, fsync it and its directory: the least a durable write pays).
+// The tmpfs calls run again with every claim GET answered after 1 ms (an API server a round trip
+// away), printed against the 1 ms per claim that GETs one after another would wait.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -23,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dra-agent/allocator/topology_index.h"
@@ -247,16 +250,29 @@ struct BatchFigures {
   double median_us = 0;
   double p99_us = 0;
 };
-std::map<std::pair<bool, int>, BatchFigures>& BatchResults() {
-  static std::map<std::pair<bool, int>, BatchFigures> results;
+// Keyed by (disk, API delay in ms, claims).
+std::map<std::tuple<bool, int, int>, BatchFigures>& BatchResults() {
+  static std::map<std::tuple<bool, int, int>, BatchFigures> results;
   return results;
 }
 
 void BM_PrepareClaimsInOneCall(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const bool disk = state.range(1) != 0;
+  const int api_delay_ms = static_cast<int>(state.range(2));
   Fixture& f = disk ? DiskFixture() : F();
   if (!f.ok) return state.SkipWithError("fixture setup failed");
+  // A cluster's API server is a network round trip away: each claim's GET answered after
+  // `api_delay_ms` (the simulator's delay fault), for as long as this benchmark runs.
+  if (api_delay_ms > 0) {
+    sim::Fault slow;
+    slow.method = "GET";
+    slow.path_prefix = "/apis/resource.k8s.io/";
+    slow.action = sim::FaultAction::kDelay;
+    slow.delay = std::chrono::milliseconds(api_delay_ms);
+    slow.count = -1;
+    f.state->AddFault(slow);
+  }
   std::vector<double> micros;
   static int serial = 0;
   for (auto _ : state) {
@@ -289,17 +305,19 @@ void BM_PrepareClaimsInOneCall(benchmark::State& state) {
     f.preparer->Unprepare(refs);
     state.ResumeTiming();
   }
+  if (api_delay_ms > 0) f.state->ClearFaults();
   BatchFigures b{Percentile(micros, 0.5), Percentile(micros, 0.99)};
-  BatchResults()[{disk, n}] = b;
+  BatchResults()[{disk, api_delay_ms, n}] = b;
   state.counters["median_us"] = b.median_us;
   state.counters["p99_us"] = b.p99_us;
-  if (const auto one = BatchResults().find({disk, 1}); one != BatchResults().end()) {
+  if (const auto one = BatchResults().find({disk, api_delay_ms, 1}); one != BatchResults().end()) {
     state.counters["x_one_claim"] = b.median_us / one->second.median_us;
   }
 }
 BENCHMARK(BM_PrepareClaimsInOneCall)
-    ->ArgsProduct({{1, 8, 32}, {0, 1}})
-    ->ArgNames({"claims", "disk"})
+    ->ArgsProduct({{1, 8, 32}, {0, 1}, {0}})
+    ->ArgsProduct({{1, 8, 32}, {0}, {1}})
+    ->ArgNames({"claims", "disk", "api_ms"})
     ->UseRealTime()
     ->Iterations(30);
 
@@ -311,12 +329,12 @@ void PrintBatchSummaryInternal() {
     Fixture& f = disk ? DiskFixture() : F();
     if (!f.ok) continue;
     const double fsync_us = EmptyFsyncMicros(f.cdi_dir);
-    const auto one = BatchResults().find({disk, 1});
+    const auto one = BatchResults().find({disk, 0, 1});
     if (one == BatchResults().end()) continue;
     std::printf("  CDI on %-22s empty fsync %7.0f us\n",
                 disk ? "disk (/var/tmp, ext4):" : "tmpfs (/dev/shm):", fsync_us);
     for (const int n : {1, 8, 32}) {
-      const auto it = BatchResults().find({disk, n});
+      const auto it = BatchResults().find({disk, 0, n});
       if (it == BatchResults().end()) continue;
       std::printf("    %2d claims: %8.0f us = %5.2fx one claim, %6.1fx an empty fsync%s\n", n,
                   it->second.median_us, it->second.median_us / one->second.median_us,
@@ -326,6 +344,19 @@ void PrintBatchSummaryInternal() {
                                         : "  (target < 2x one claim: MISSED)")
                                  : "");
     }
+  }
+  // The claims' GETs overlap (claim_fetch.h): one after the other, a call would wait at least
+  // one API round trip per claim.
+  const auto slow_one = BatchResults().find({false, 1, 1});
+  if (slow_one == BatchResults().end()) return;
+  std::printf("  CDI on tmpfs, each GET answered after 1 ms (an API server a round trip away):\n");
+  for (const int n : {1, 8, 32}) {
+    const auto it = BatchResults().find({false, 1, n});
+    if (it == BatchResults().end()) continue;
+    std::printf(
+        "    %2d claims: %8.0f us = %5.2fx one claim, %5.2fx the %d ms of %d GETs in turn\n", n,
+        it->second.median_us, it->second.median_us / slow_one->second.median_us,
+        it->second.median_us / (1000.0 * n), n, n);
   }
 }
 

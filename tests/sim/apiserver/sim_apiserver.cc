@@ -171,8 +171,12 @@ void ServeConnection(Stream& stream, SimState& state, const SimServerOptions& op
     std::optional<Fault> fault = state.TakeFault(request.method, request.target);
     if (fault && fault->action == FaultAction::kDelay) {
       const auto until = std::chrono::steady_clock::now() + fault->delay;
-      while (!stopping.load() && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      // In slices of at most 10 ms (a stop ends the wait), the last one only what is left, so a
+      // 1 ms delay is 1 ms.
+      for (auto now = std::chrono::steady_clock::now(); !stopping.load() && now < until;
+           now = std::chrono::steady_clock::now()) {
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+            std::chrono::milliseconds(10), until - now));
       }
       fault.reset();
     }
