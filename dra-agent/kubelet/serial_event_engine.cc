@@ -80,8 +80,11 @@ struct SerialEventEngine::State : std::enable_shared_from_this<State> {
         continue;
       }
       auto first = tasks.begin();
-      if (first->first.first > std::chrono::steady_clock::now()) {
-        cv.wait_until(lock, first->first.first);
+      // A copy: wait_until reads its deadline again after waking, by which time a Cancel may
+      // have erased the task that held it.
+      const std::chrono::steady_clock::time_point deadline = first->first.first;
+      if (deadline > std::chrono::steady_clock::now()) {
+        cv.wait_until(lock, deadline);
         continue;
       }
       Task task = std::move(first->second);

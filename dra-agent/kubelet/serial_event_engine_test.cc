@@ -100,6 +100,22 @@ TEST(SerialEventEngine, CancelStopsAPendingTimerOnlyOnce) {
   EXPECT_FALSE(engine.Cancel(EventEngine::TaskHandle{{1, 12345}}));  // not this engine's
 }
 
+// The thread waits for the earliest deadline; cancelling that task and posting another wakes
+// it. The wait must not read the cancelled task's deadline afterwards (it did: a use after free
+// that ASan caught once in `make asan`). The 100 ms lets the thread reach the wait; were it not
+// there yet, the test would pass without checking anything, never fail spuriously.
+TEST(SerialEventEngine, CancellingTheTaskItWaitsForThenPostingWakesIt) {
+  SerialEventEngine engine;
+  Trace trace;
+  engine.Run([&] { trace.Add("first"); });
+  ASSERT_THAT(trace.Wait(1), ElementsAre("first"));
+  EventEngine::TaskHandle later = engine.RunAfter(1h, [&] { trace.Add("cancelled one ran"); });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(engine.Cancel(later));
+  engine.Run([&] { trace.Add("second"); });
+  EXPECT_THAT(trace.Wait(2), ElementsAre("first", "second"));
+}
+
 TEST(SerialEventEngine, ClosureObjectsStayWithTheirOwner) {
   struct Counted : EventEngine::Closure {
     void Run() override { ran.set_value(); }
