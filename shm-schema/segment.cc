@@ -38,7 +38,17 @@ std::string DefaultSegmentPath() { return "/run/dracpu/" + SegmentFileName(); }
 
 // ------------------------------------------------------------------------------------ Segment
 
-Segment::~Segment() = default;
+Segment::~Segment() { WakeDeferredWaiters(); }
+
+void Segment::WakeDeferredWaiters() {
+  if (!wake_deferred_) return;
+  wake_deferred_ = false;
+  // After the commit's seq_cst store of the generation, as Commit's own wake: a waiter is
+  // either counted here or saw the new generation.
+  if (internal::Waiters(header()).load(std::memory_order_seq_cst) != 0) {
+    FutexWakeAll(internal::GenWord(header()));
+  }
+}
 
 Result<std::unique_ptr<Segment>> Segment::Open(const std::string& path,
                                                const OpenOptions& options) {

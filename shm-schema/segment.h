@@ -158,6 +158,16 @@ struct AgentStatus {
 
 class WriteTransaction;
 
+// When a commit wakes the processes blocked in WaitForChange.
+enum class WakeWaiters {
+  kNow,
+  // Later, at the writer's Segment::WakeDeferredWaiters (or its next kNow commit, or the
+  // Segment's destruction): a writer answering a latency-bound call keeps the futex wake, and
+  // the scheduling of the threads it wakes, off that call's path. The generation is published
+  // at the commit either way; only sleepers learn of it late.
+  kDeferred,
+};
+
 // How WriteTransaction::ReserveClaim admits a claim.
 struct ReserveOptions {
   // The rule to apply, for a caller with a fresher view than the records (the dra-agent reads the
@@ -235,6 +245,10 @@ class Segment {
   Result<WriteTransaction> Begin();
   // Stores now (CLOCK_BOOTTIME) in this role's heartbeat_ns; no lock, no generation change.
   void Heartbeat();
+  // Wakes the waiters of the commits made with WakeWaiters::kDeferred since the last wake;
+  // nothing when there were none. On the writing thread (the one that commits).
+  void WakeDeferredWaiters();
+  bool has_deferred_wake() const { return wake_deferred_; }
 
  private:
   friend class WriteTransaction;
@@ -274,6 +288,7 @@ class Segment {
   uint64_t pid_ns_inode_ = 0;
   std::function<uint64_t()> boottime_ns_ = BoottimeNs;
   KillPointHook kill_point_ = nullptr;
+  bool wake_deferred_ = false;  // a kDeferred commit has not woken its waiters yet
   std::optional<RecoveryReport> open_recovery_;
   std::optional<Status> rebuilt_because_;
 };
@@ -328,10 +343,11 @@ class WriteTransaction {
   const TopologySummary& topology() const;
   const ConfigSummary& config() const;
 
-  // Makes the writes visible (generation even), unlocks, wakes waiters. Returns the generation
-  // this transaction published (the current one when it wrote nothing); waiting for a change
-  // from it (WaitForChange) sees the next writer's commit. Idempotent (later calls return 0).
-  uint64_t Commit();
+  // Makes the writes visible (generation even), unlocks, wakes waiters (`wake`; a kNow commit
+  // also wakes for earlier kDeferred ones). Returns the generation this transaction published
+  // (the current one when it wrote nothing); waiting for a change from it (WaitForChange) sees
+  // the next writer's commit. Idempotent (later calls return 0). Destruction commits with kNow.
+  uint64_t Commit(WakeWaiters wake = WakeWaiters::kNow);
 
  private:
   friend class Segment;

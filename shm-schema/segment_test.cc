@@ -308,6 +308,63 @@ TEST_F(SegmentTest, WaitForChangeWakesOnCommitAndTimesOut) {
   EXPECT_EQ(*g % 2, 0u);
 }
 
+// A kDeferred commit publishes at once and wakes the sleepers only at WakeDeferredWaiters (or
+// the writer's next kNow commit, or its Segment's end): the nri-agent keeps the wake of its own
+// watcher off the reply it is answering.
+TEST_F(SegmentTest, ADeferredCommitWakesItsWaitersOnlyWhenAsked) {
+  auto dra = OpenDra();
+  auto nri = OpenRole(Role::kNriAgent);
+  ASSERT_TRUE(nri->wakes_on_change());
+  auto commit_claim = [&](int n, WakeWaiters wake) {
+    Result<WriteTransaction> txn = dra->Begin();
+    EXPECT_THAT(txn, IsOk());
+    if (!txn.ok()) return uint64_t{0};
+    EXPECT_THAT(txn->UpsertClaim(TestClaim(n, CpuSet{n})), IsOk());
+    return txn->Commit(wake);
+  };
+  // A waiter on its own thread; `returned` is set once WaitForChange comes back.
+  struct Waiter {
+    std::atomic<bool> returned{false};
+    Result<uint64_t> result = DeadlineExceededError("not returned");
+    std::thread thread;
+  };
+  auto wait_from = [&](Waiter& w, uint64_t seen) {
+    w.thread = std::thread([&w, &nri, seen] {
+      w.result = nri->WaitForChange(seen, std::chrono::seconds(60));
+      w.returned = true;
+    });
+    // Registered and asleep before the commit: otherwise it would find the change by itself.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  };
+
+  Waiter first;
+  wait_from(first, nri->generation());
+  const uint64_t published = commit_claim(1, WakeWaiters::kDeferred);
+  EXPECT_EQ(nri->generation(), published);  // readers see it at once
+  EXPECT_TRUE(dra->has_deferred_wake());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(first.returned) << "a deferred commit woke its waiter";
+  dra->WakeDeferredWaiters();
+  EXPECT_FALSE(dra->has_deferred_wake());
+  first.thread.join();
+  ASSERT_THAT(first.result, IsOk());
+  EXPECT_EQ(*first.result, published);
+
+  // A later kNow commit wakes for the deferred one too, and leaves nothing deferred.
+  commit_claim(2, WakeWaiters::kDeferred);
+  commit_claim(3, WakeWaiters::kNow);
+  EXPECT_FALSE(dra->has_deferred_wake());
+
+  // The writer's Segment going away wakes what it deferred.
+  Waiter second;
+  wait_from(second, nri->generation());
+  const uint64_t last = commit_claim(4, WakeWaiters::kDeferred);
+  dra.reset();
+  second.thread.join();
+  ASSERT_THAT(second.result, IsOk());
+  EXPECT_EQ(*second.result, last);
+}
+
 // A stop request that lands at any point of the wait (before it registers its callback, between
 // its check and the futex wait, inside the wait) ends it with CANCELLED, never at the timeout:
 // the nri-agent's shutdown joins its watcher thread on exactly this. Before the requester kept

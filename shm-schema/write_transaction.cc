@@ -32,7 +32,7 @@ void WriteTransaction::MarkWriting() {
   Hook(KillPoint::kAfterGenerationOdd);
 }
 
-uint64_t WriteTransaction::Commit() {
+uint64_t WriteTransaction::Commit(WakeWaiters wake) {
   if (segment_ == nullptr) return 0;
   SegmentHeader* h = segment_->header();
   uint64_t published = Gen(h).load(std::memory_order_relaxed);
@@ -44,7 +44,12 @@ uint64_t WriteTransaction::Commit() {
     Gen(h).store(g + 1, std::memory_order_seq_cst);
     published = g + 1;
     Hook(KillPoint::kAfterGenerationEven);
-    if (Waiters(h).load(std::memory_order_seq_cst) != 0) FutexWakeAll(GenWord(h));
+    if (wake == WakeWaiters::kDeferred) {
+      segment_->wake_deferred_ = true;
+    } else {
+      segment_->wake_deferred_ = false;
+      if (Waiters(h).load(std::memory_order_seq_cst) != 0) FutexWakeAll(GenWord(h));
+    }
   }
   pthread_mutex_unlock(&h->lock.mutex);
   segment_ = nullptr;

@@ -387,11 +387,11 @@ void NriAgent::RunAfterReply() {
 }
 
 void NriAgent::RecordMovesAfterReply(const std::string& op) {
-  if (moves_posted_ || !policy_.has_unrecorded_moves()) return;
+  if (moves_posted_ || !policy_.has_work_after_reply()) return;
   moves_posted_ = true;
   AfterReply([this, op] {
     moves_posted_ = false;
-    if (Status s = policy_.RecordMoves(); !s.ok()) {
+    if (Status s = policy_.RecordAfterReply(); !s.ok()) {
       LOG(WARNING) << "op=" << op << " not recorded in shared memory: " << s.ToString();
     }
   });

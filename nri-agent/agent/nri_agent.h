@@ -123,7 +123,7 @@ class NriAgent : public nri::PluginHandler {
   // at the start of the next request or Shutdown, whichever is first; tasks run in order.
   void AfterReply(std::function<void()> task);
   void RunAfterReply();
-  // Queues policy_.RecordMoves() (AfterReply), once.
+  // Queues policy_.RecordAfterReply() (AfterReply), once.
   void RecordMovesAfterReply(const std::string& op);
   void UpdateGauges();
   void Observe(const char* method, const Status& status, Clock::TimePoint start);

@@ -1,7 +1,6 @@
 #include "nri-agent/nri/convert.h"
 
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 namespace dracpu::nri {
 namespace {
@@ -36,26 +35,39 @@ void AppendUpdates(int field, const std::vector<CpusetUpdate>& updates, std::str
     }
     tail_of.push_back(t);
   }
-  ::google::protobuf::io::StringOutputStream stream(&out);
-  CodedOutputStream coded(&stream);
+  // Sized first, then written in place: one allocation for hundreds of updates.
   const uint32_t update_tag = LengthDelimitedTag(field);
   const uint32_t id_tag = LengthDelimitedTag(api::ContainerUpdate::kContainerIdFieldNumber);
+  auto body_size = [&](size_t i) {
+    const std::string& id = updates[i].container_id;
+    // An empty id is not written at all (proto3), as the generated code does.
+    const size_t id_bytes =
+        id.empty()
+            ? 0
+            : CodedOutputStream::VarintSize32(id_tag) +
+                  CodedOutputStream::VarintSize32(static_cast<uint32_t>(id.size())) + id.size();
+    return id_bytes + tails[tail_of[i]].bytes.size();
+  };
+  size_t total = 0;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    const size_t body = body_size(i);
+    total += CodedOutputStream::VarintSize32(update_tag) +
+             CodedOutputStream::VarintSize32(static_cast<uint32_t>(body)) + body;
+  }
+  const size_t start = out.size();
+  out.resize(start + total);
+  auto* p = reinterpret_cast<uint8_t*>(out.data() + start);
   for (size_t i = 0; i < updates.size(); ++i) {
     const std::string& id = updates[i].container_id;
     const std::string& tail = tails[tail_of[i]].bytes;
-    // An empty id is not written at all (proto3), as the generated code does.
-    const uint32_t id_size = static_cast<uint32_t>(id.size());
-    const size_t id_bytes = id.empty() ? 0
-                                       : CodedOutputStream::VarintSize32(id_tag) +
-                                             CodedOutputStream::VarintSize32(id_size) + id.size();
-    coded.WriteVarint32(update_tag);
-    coded.WriteVarint32(static_cast<uint32_t>(id_bytes + tail.size()));
+    p = CodedOutputStream::WriteVarint32ToArray(update_tag, p);
+    p = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(body_size(i)), p);
     if (!id.empty()) {
-      coded.WriteVarint32(id_tag);
-      coded.WriteVarint32(id_size);
-      coded.WriteRaw(id.data(), static_cast<int>(id.size()));
+      p = CodedOutputStream::WriteVarint32ToArray(id_tag, p);
+      p = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(id.size()), p);
+      p = CodedOutputStream::WriteRawToArray(id.data(), static_cast<int>(id.size()), p);
     }
-    coded.WriteRaw(tail.data(), static_cast<int>(tail.size()));
+    p = CodedOutputStream::WriteRawToArray(tail.data(), static_cast<int>(tail.size()), p);
   }
 }
 

@@ -80,7 +80,8 @@ TEST(Convert, DirectEncodingIsTheGeneratedSerialization) {
        {"", {"4", ""}, false},
        {"d", {"", "1"}, true},
        {"e", {"", ""}, false},
-       {"f", {"1-3", ""}, false}},
+       {"f", {"1-3", ""}, false},
+       {std::string(200, 'g'), {"1-3", ""}, false}},  // lengths of two varint bytes
   };
   const Cpuset adjusts[] = {{"", ""}, {"2-3", ""}, {"2-3", "0-1"}, {"", "1"}};
   for (const auto& updates : update_lists) {

@@ -40,6 +40,27 @@ std::optional<CpuSet> ParseReported(const std::string& text) {
   return *r;
 }
 
+// The cpusets of a batch of updates, each distinct text parsed once (a batch moves hundreds of
+// containers to one pool): the containers given one text share its set.
+class ReportedSets {
+ public:
+  // ParseReported(text) as a shared set.
+  std::optional<CpuSetRef> Parse(const std::string& text) {
+    if (!parsed_ || text != text_) {
+      parsed_ = true;
+      text_ = text;
+      const std::optional<CpuSet> cpus = ParseReported(text);
+      set_ = cpus ? std::optional<CpuSetRef>(*cpus) : std::nullopt;
+    }
+    return set_;
+  }
+
+ private:
+  bool parsed_ = false;
+  std::string text_;
+  std::optional<CpuSetRef> set_;
+};
+
 TrackedContainer Track(const nri::Pod& pod, const nri::Container& c) {
   TrackedContainer t;
   t.id = c.id;
@@ -61,7 +82,7 @@ shm::ContainerSpec SpecOf(const TrackedContainer& t) {
   s.name = t.name;
   s.kind = t.kind;
   s.claim_uids = t.claim_uids;
-  s.cpus = t.cpus;
+  s.cpus = *t.cpus;
   s.mems = t.mems;
   return s;
 }
@@ -124,7 +145,7 @@ void PinningPolicy::Disconnected(const Status&) {
 const CpuSet* PinningPolicy::InFlight(const std::string& id) const {
   if (in_flight_.empty()) return nullptr;
   auto it = in_flight_.find(id);
-  return it == in_flight_.end() ? nullptr : &it->second;
+  return it == in_flight_.end() ? nullptr : &*it->second;
 }
 
 bool PinningPolicy::UnsolicitedUpdatesAllowed() const {
@@ -246,7 +267,12 @@ CpuSet PinningPolicy::FallbackPool() const {
 }
 
 Result<CpuSet> PinningPolicy::SharedPool() {
-  if (segment_ == nullptr) return FallbackPool();
+  ASSIGN_OR_RETURN(CpuSetRef pool, CurrentPool());
+  return *pool;
+}
+
+Result<CpuSetRef> PinningPolicy::CurrentPool() {
+  if (segment_ == nullptr) return CpuSetRef(FallbackPool());
   const uint64_t gen = segment_->generation();
   if (gen == pool_generation_) return pool_cache_;
   shm::SnapshotOptions so;
@@ -261,17 +287,18 @@ Result<CpuSet> PinningPolicy::SharedPool() {
   } else {
     pool = shm::ComputeSharedPool(snap.topology, snap.config, snap.claims);
   }
-  pool_cache_ = pool;
+  // Kept when only other records changed, so the containers given it still hold the pool's set.
+  if (*pool_cache_ != pool) pool_cache_ = pool;
   claimed_cache_ = claimed;
   pool_generation_ = snap.generation;
-  return pool;
+  return pool_cache_;
 }
 
 CpuSet PinningPolicy::LazyCpus(const std::string& extra_busy_id, const CpuSet& extra_busy) const {
   if (segment_ == nullptr) return CpuSet();
   CpuSet lazy = claimed_cache_ - extra_busy;
   for (const auto& [id, t] : exclusive_) {
-    if (!t->stopped && id != extra_busy_id) lazy -= t->cpus;
+    if (!t->stopped && id != extra_busy_id) lazy -= *t->cpus;
   }
   return lazy;
 }
@@ -281,21 +308,32 @@ std::vector<TrackedContainer*> PinningPolicy::OffPool(const CpuSet& pool, const 
   std::vector<TrackedContainer*> off;
   if (pool.Empty()) return off;  // a shared container is never emptied
   const CpuSet allowed = pool | lazy;
+  // The verdict on the last set judged without an update in flight: the containers holding it
+  // (usually all, given one pool) share it.
+  const CpuSet* judged = nullptr;
+  bool judged_settled = false;
   for (auto& [id, t] : containers_) {
     if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
-    // Settled: it has every CPU of the pool, and beyond it only CPUs of claims whose container
-    // is not running (kept until that container is created: the lazy shrink). With an
-    // unsolicited update in flight, it will have that update's CPUs, and may still have its own
-    // until then: both must be allowed.
-    // The cheap test first: a container to move usually has a CPU the pool lost, in the first
-    // words of its set; the other test reads the whole 1 KiB of both sets.
     const CpuSet* flying = InFlight(id);
-    const CpuSet& will_have = flying != nullptr ? *flying : t.cpus;
-    if (t.cpus.IsSubsetOf(allowed) && (flying == nullptr || flying->IsSubsetOf(allowed)) &&
-        pool.IsSubsetOf(will_have)) {
-      continue;
+    bool settled;
+    if (flying == nullptr && &*t.cpus == judged) {
+      settled = judged_settled;
+    } else {
+      // Settled: it has every CPU of the pool, and beyond it only CPUs of claims whose
+      // container is not running (kept until that container is created: the lazy shrink). With
+      // an unsolicited update in flight, it will have that update's CPUs, and may still have its
+      // own until then: both must be allowed.
+      // The cheap test first: a container to move usually has a CPU the pool lost, in the
+      // first words of its set; the other test reads the whole 1 KiB of both sets.
+      const CpuSet& will_have = flying != nullptr ? *flying : *t.cpus;
+      settled = t.cpus->IsSubsetOf(allowed) && (flying == nullptr || flying->IsSubsetOf(allowed)) &&
+                pool.IsSubsetOf(will_have);
+      if (flying == nullptr) {
+        judged = &*t.cpus;
+        judged_settled = settled;
+      }
     }
-    off.push_back(&t);
+    if (!settled) off.push_back(&t);
   }
   return off;
 }
@@ -313,7 +351,7 @@ std::vector<nri::CpusetUpdate> PinningPolicy::UpdatesTo(const CpuSet& pool,
 }
 
 Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::string& except_id,
-                                                                   const CpuSet& pool,
+                                                                   const CpuSetRef& pool,
                                                                    const CpuSet& lazy,
                                                                    bool ignore_failure,
                                                                    const TrackedContainer* also) {
@@ -325,14 +363,18 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
   const bool scan = !same_pool || !lost.Empty();
   std::vector<TrackedContainer*> moved;
   if (!same_pool) {
-    moved = OffPool(pool, lazy, except_id);
+    moved = OffPool(*pool, lazy, except_id);
   } else if (!lost.Empty()) {
+    const CpuSet* judged = nullptr;  // as in OffPool: the containers holding one set share it
+    bool judged_hit = false;
     for (auto& [id, t] : containers_) {
       if (t.kind != shm::ContainerKind::kShared || t.stopped || id == except_id) continue;
-      const CpuSet* flying = InFlight(id);
-      if (t.cpus.Intersects(lost) || (flying != nullptr && flying->Intersects(lost))) {
-        moved.push_back(&t);
+      if (&*t.cpus != judged) {
+        judged = &*t.cpus;
+        judged_hit = t.cpus->Intersects(lost);
       }
+      const CpuSet* flying = InFlight(id);
+      if (judged_hit || (flying != nullptr && flying->Intersects(lost))) moved.push_back(&t);
     }
   }
   // The moved containers are recorded with their new cpuset in place (hundreds in one reply:
@@ -341,12 +383,13 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
   std::vector<CpusMove> moves;
   if (!later) {
     moves.reserve(moved.size());
-    for (const TrackedContainer* t : moved) moves.push_back({t, &pool});
+    for (const TrackedContainer* t : moved) moves.push_back({t, &*pool});
   }
   std::vector<const TrackedContainer*> upserts;
   if (also != nullptr) upserts.push_back(also);
-  RETURN_IF_ERROR(
-      Persist(upserts, moves, {}, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool)));
+  RETURN_IF_ERROR(Persist(upserts, moves, {},
+                          pool->Empty() ? std::nullopt : std::optional<CpuSet>(*pool),
+                          later ? shm::WakeWaiters::kDeferred : shm::WakeWaiters::kNow));
   for (TrackedContainer* t : moved) {
     t->cpus = pool;
     // The runtime may apply this reply before or after the unsolicited update in flight.
@@ -356,24 +399,26 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::ReplyUpdates(const std::st
   // Every running shared container other than `except_id` is settled now (the excepted one is
   // being created with the pool, re-asserted to it, exclusive, or stopping).
   if (scan) {
-    settled_ = !pool.Empty();
+    settled_ = !pool->Empty();
     settled_pool_ = pool;
     settled_lazy_ = lazy;
   }
-  return UpdatesTo(pool, moved, ignore_failure);
+  return UpdatesTo(*pool, moved, ignore_failure);
 }
 
-Status PinningPolicy::RecordMoves() {
-  if (unrecorded_moves_.empty()) return Status();
+Status PinningPolicy::RecordAfterReply() {
+  if (segment_ == nullptr) return Status();
   std::vector<CpusMove> moves;
   moves.reserve(unrecorded_moves_.size());
-  for (const TrackedContainer* t : unrecorded_moves_) moves.push_back({t, &t->cpus});
+  for (const TrackedContainer* t : unrecorded_moves_) moves.push_back({t, &*t->cpus});
   unrecorded_moves_.clear();
-  return Persist({}, moves, {}, std::nullopt);
+  Status s = Persist({}, moves, {}, std::nullopt);  // a kNow commit: wakes for the replies too
+  segment_->WakeDeferredWaiters();                  // when it wrote nothing
+  return s;
 }
 
 void PinningPolicy::RecordMovesFirst() {
-  if (Status s = RecordMoves(); !s.ok()) {
+  if (Status s = RecordAfterReply(); !s.ok()) {
     warnings_.push_back("not recorded in shared memory: " + s.ToString());
   }
 }
@@ -381,7 +426,7 @@ void PinningPolicy::RecordMovesFirst() {
 Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upserts,
                               const std::vector<CpusMove>& moves,
                               const std::vector<std::string>& removals,
-                              const std::optional<CpuSet>& pool) {
+                              const std::optional<CpuSet>& pool, shm::WakeWaiters wake) {
   if (segment_ == nullptr) return Status();
   if (upserts.empty() && moves.empty() && removals.empty() &&
       (!pool || (recorded_pool_ && *recorded_pool_ == *pool))) {
@@ -417,7 +462,7 @@ Status PinningPolicy::Persist(const std::vector<const TrackedContainer*>& upsert
       first = s;
     }
   }
-  const uint64_t committed = tx.Commit();
+  const uint64_t committed = tx.Commit(wake);
   if (cache_valid && committed != 0) pool_generation_ = committed;
   return first;
 }
@@ -433,8 +478,8 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   nri::CreateContainerResult result;
 
   if (envs->empty()) {  // a shared container
-    ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
-    if (pool.Empty()) {
+    ASSIGN_OR_RETURN(CpuSetRef pool, CurrentPool());
+    if (pool->Empty()) {
       return ResourceExhaustedError(
           "container " + Describe(pod, container) +
           ": the shared CPU pool is empty (every allocatable CPU is held by a claim); refusing "
@@ -442,7 +487,7 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
     }
     t.kind = shm::ContainerKind::kShared;
     t.cpus = pool;
-    result.adjust.cpus = pool.ToListString();
+    result.adjust.cpus = pool->ToListString();
     // The reply also widens running shared containers after a release (safe on every runtime).
     auto widened = ReplyUpdates(t.id, pool, LazyCpus(), /*ignore_failure=*/true, &t);
     if (widened.ok()) {
@@ -466,9 +511,9 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
                                 "; a claim serves exactly one container");
     }
   }
-  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  ASSIGN_OR_RETURN(CpuSetRef pool, CurrentPool());
   // Counted only when it matters: the walk over every container stays off the usual path.
-  const int running_shared = pool.Empty() ? RunningShared(container.id) : 0;
+  const int running_shared = pool->Empty() ? RunningShared(container.id) : 0;
   if (running_shared > 0) {
     return ResourceExhaustedError("container " + Describe(pod, container) +
                                   ": its claims leave the shared CPU pool empty while " +
@@ -480,13 +525,13 @@ Result<nri::CreateContainerResult> PinningPolicy::CreateContainer(const nri::Pod
   t.claim_uids = verified->claim_uids;
   t.cpus = verified->cpus;
   t.mems = verified->mems;
-  result.adjust.cpus = t.cpus.ToListString();
+  result.adjust.cpus = t.cpus->ToListString();
   result.adjust.mems = ListOf(t.mems);
   // Shrink: every running shared container that has one of these CPUs (or is otherwise off the
   // pool) gets the pool. Recorded first, with the binding: only a recorded binding may take
   // effect (the table is the binding's witness).
   auto shrunk =
-      ReplyUpdates(container.id, pool, LazyCpus(t.id, t.cpus), /*ignore_failure=*/false, &t);
+      ReplyUpdates(container.id, pool, LazyCpus(t.id, *t.cpus), /*ignore_failure=*/false, &t);
   if (!shrunk.ok()) {
     return shrunk.status().WithContext("container " + Describe(pod, container) +
                                        ": recording the claim binding");
@@ -504,7 +549,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
   RecordMovesFirst();
   // The reply carries the widening of the other running shared containers (entries for other
   // containers are applied by the runtime as extra updates), then our own re-assertion.
-  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  ASSIGN_OR_RETURN(CpuSetRef pool, CurrentPool());
   std::vector<nri::CpusetUpdate> out;
   auto it = containers_.find(container.id);
   TrackedContainer* t = it == containers_.end() ? nullptr : &it->second;
@@ -513,8 +558,8 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
   // Prepare or an Unprepare). Found by the soak (--runtime legacy).
   const CpuSet lazy = LazyCpus();
   const bool moved = t != nullptr && t->kind == shm::ContainerKind::kShared && !t->stopped &&
-                     !pool.Empty() &&
-                     !(pool.IsSubsetOf(t->cpus) && t->cpus.IsSubsetOf(pool | lazy));
+                     !pool->Empty() &&
+                     !(pool->IsSubsetOf(*t->cpus) && t->cpus->IsSubsetOf(*pool | lazy));
   if (moved) t->cpus = pool;
   auto others =
       ReplyUpdates(container.id, pool, lazy, /*ignore_failure=*/true, moved ? t : nullptr);
@@ -529,9 +574,9 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::UpdateContainer(
     if (requested.cpus.empty()) return out;
     const std::optional<CpuSet> wanted = ParseReported(requested.cpus);
     const bool mems_differ = !mems.empty() && !requested.mems.empty() && requested.mems != mems;
-    if (wanted && *wanted == t->cpus && !mems_differ) return out;
+    if (wanted && *wanted == *t->cpus && !mems_differ) return out;
   }
-  out.push_back(nri::CpusetUpdate{t->id, nri::Cpuset{t->cpus.ToListString(), mems}, false});
+  out.push_back(nri::CpusetUpdate{t->id, nri::Cpuset{t->cpus->ToListString(), mems}, false});
   return out;
 }
 
@@ -542,7 +587,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::StopContainer(
   if (it != containers_.end()) it->second.stopped = true;
   // The reply widens the running shared containers (a release since the last event). The
   // stopping container's own claim stays out of the pool until its Unprepare.
-  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  ASSIGN_OR_RETURN(CpuSetRef pool, CurrentPool());
   auto widened = ReplyUpdates(container.id, pool, LazyCpus(), /*ignore_failure=*/true, nullptr);
   if (!widened.ok()) {
     warnings_.push_back("not recorded in shared memory: " + widened.status().ToString());
@@ -659,18 +704,18 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
   RebuildIndex();
   declared_ = std::move(declared);
   settled_ = false;
-  ASSIGN_OR_RETURN(CpuSet pool, SharedPool());
+  ASSIGN_OR_RETURN(CpuSetRef pool, CurrentPool());
 
   std::vector<nri::CpusetUpdate> updates;
   std::map<std::string, const nri::Container*> by_id;
   for (const auto& c : containers) by_id[c.id] = &c;
-  const std::string pool_list = pool.ToListString();
+  const std::string pool_list = pool->ToListString();
   int emptied = 0;
   for (auto& [id, t] : containers_) {
     const nri::Container& c = *by_id.at(id);
     const std::optional<CpuSet> reported = ParseReported(c.cpuset.cpus);
     if (t.kind == shm::ContainerKind::kShared) {
-      if (pool.Empty()) {
+      if (pool->Empty()) {
         // Nothing to give it; emptying is never an option. Keep what it has.
         t.cpus = reported.value_or(CpuSet());
         if (!t.stopped) ++emptied;
@@ -681,10 +726,10 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
     if (t.stopped) continue;
     const std::string mems = ListOf(t.mems);
     const bool mems_differ = !mems.empty() && c.cpuset.mems != mems;
-    if (reported && *reported == t.cpus && !mems_differ) continue;
+    if (reported && *reported == *t.cpus && !mems_differ) continue;
     updates.push_back(nri::CpusetUpdate{
         id,
-        nri::Cpuset{t.kind == shm::ContainerKind::kShared ? pool_list : t.cpus.ToListString(),
+        nri::Cpuset{t.kind == shm::ContainerKind::kShared ? pool_list : t.cpus->ToListString(),
                     mems},
         false});
   }
@@ -701,7 +746,7 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::Synchronize(
   upserts.reserve(containers_.size());
   for (const auto& [id, t] : containers_) upserts.push_back(&t);
   Status s =
-      Persist(upserts, {}, removals, pool.Empty() ? std::nullopt : std::optional<CpuSet>(pool));
+      Persist(upserts, {}, removals, pool->Empty() ? std::nullopt : std::optional<CpuSet>(*pool));
   if (!s.ok())
     warnings_.push_back("Synchronize not fully recorded in shared memory: " + s.ToString());
   return updates;
@@ -721,9 +766,10 @@ Result<std::vector<nri::CpusetUpdate>> PinningPolicy::PendingPoolUpdates() {
 }
 
 void PinningPolicy::UpdatesSent(const std::vector<nri::CpusetUpdate>& sent) {
+  ReportedSets sets;
   for (const auto& u : sent) {
-    if (const std::optional<CpuSet> cpus = ParseReported(u.cpuset.cpus)) {
-      in_flight_[u.container_id] = *cpus;
+    if (std::optional<CpuSetRef> cpus = sets.Parse(u.cpuset.cpus)) {
+      in_flight_[u.container_id] = std::move(*cpus);
     }
   }
 }
@@ -735,19 +781,20 @@ Result<size_t> PinningPolicy::UpdatesApplied(const std::vector<nri::CpusetUpdate
   for (const auto& f : failed) failed_ids.insert(f.container_id);
   std::vector<CpusMove> moves;
   size_t raced = 0;
+  ReportedSets sets;
   for (const auto& u : sent) {
     in_flight_.erase(u.container_id);
     const bool moved_meanwhile = moved_in_flight_.erase(u.container_id) != 0;
     if (failed_ids.count(u.container_id) != 0) continue;
     auto it = containers_.find(u.container_id);
     if (it == containers_.end()) continue;  // removed meanwhile
-    const std::optional<CpuSet> cpus = ParseReported(u.cpuset.cpus);
+    std::optional<CpuSetRef> cpus = sets.Parse(u.cpuset.cpus);
     if (!cpus) continue;
     // A reply moved it meanwhile: whichever the runtime applied last is unknown, so take this
     // batch's (the older) and let the caller push the current pool again.
-    if (moved_meanwhile && *cpus != it->second.cpus) ++raced;
-    it->second.cpus = *cpus;
-    moves.push_back({&it->second, &it->second.cpus});
+    if (moved_meanwhile && **cpus != *it->second.cpus) ++raced;
+    it->second.cpus = std::move(*cpus);
+    moves.push_back({&it->second, &*it->second.cpus});
   }
   settled_ = false;  // replies sent meanwhile may have moved these containers again
   RETURN_IF_ERROR(Persist({}, moves, {}, std::nullopt));

@@ -57,6 +57,7 @@
 #include "common/driver_config.h"
 #include "common/status.h"
 #include "nri-agent/nri/types.h"
+#include "nri-agent/policy/cpu_set_ref.h"
 #include "shm-schema/segment.h"
 
 namespace dracpu::policy {
@@ -68,8 +69,10 @@ struct PolicyOptions {
   CpuSet fallback_pool;
   // Where the shared containers a reply moves (shrink or widening) are recorded. Off: in the
   // reply's own transaction, before the reply is returned. On: after the reply, by
-  // RecordMoves() (the agent posts it once the reply is on the wire) or first thing in the
-  // policy's next call; hundreds of record writes leave the container-start path. Either way
+  // RecordAfterReply() (the agent posts it once the reply is on the wire) or first thing in the
+  // policy's next call; hundreds of record writes leave the container-start path, and so does
+  // the wake of the segment's waiters for the reply's commit (WakeWaiters::kDeferred: the
+  // nri-agent's own watcher, mostly, whose wake cost the reply ~35 us). Either way
   // the container being created (an exclusive one's claim binding included) and the pool are
   // recorded before the reply, and the policy's own view moves at once. A crash in between
   // leaves those records one pool change behind; the next Synchronize rebuilds them from the
@@ -84,19 +87,23 @@ bool RuntimeSafeForUnsolicitedUpdates(const nri::RuntimeInfo& runtime);
 // "v0.12.1" / "0.12.1" / "v0.12.1-rc.1" -> {0, 12, 1}; nullopt when it does not parse.
 std::optional<std::vector<int>> ParseNriVersion(const std::string& version);
 
-// A container as the policy tracks it.
+// A container as the policy tracks it. The fields a scan of every container reads come first,
+// in the cache line after the map node's key: on the container-start path that scan runs over
+// hundreds of entries, cold.
 struct TrackedContainer {
+  shm::ContainerKind kind = shm::ContainerKind::kShared;
+  bool stopped = false;
+  // cpuset.cpus we placed (and the runtime applied); the shared containers given one pool
+  // share its set.
+  CpuSetRef cpus;
   std::string id;
   std::string sandbox_id;
   std::string pod_uid;
   std::string pod_namespace;
   std::string pod_name;
   std::string name;
-  shm::ContainerKind kind = shm::ContainerKind::kShared;
   std::vector<std::string> claim_uids;  // exclusive only
-  CpuSet cpus;                          // cpuset.cpus we placed (and the runtime applied)
   std::vector<int> mems;                // cpuset.mems we placed; empty: not set
-  bool stopped = false;
   friend bool operator==(const TrackedContainer&, const TrackedContainer&) = default;
 };
 
@@ -157,10 +164,13 @@ class PinningPolicy : public nri::PluginHandler {
   // auto -> RuntimeSafeForUnsolicitedUpdates (false before any Configure).
   bool UnsolicitedUpdatesAllowed() const;
 
-  // Records the shared containers the last reply moved (record_moves_after_reply); OK and
-  // nothing written when there are none.
-  Status RecordMoves();
-  bool has_unrecorded_moves() const { return !unrecorded_moves_.empty(); }
+  // The work record_moves_after_reply leaves after the replies: records the shared containers
+  // they moved (OK and nothing written when there are none) and wakes the segment's waiters for
+  // their commits.
+  Status RecordAfterReply();
+  bool has_work_after_reply() const {
+    return !unrecorded_moves_.empty() || (segment_ != nullptr && segment_->has_deferred_wake());
+  }
 
   // Things the last calls tolerated and the caller should log (a container re-pinned to the
   // shared pool during Synchronize, a failed shared-memory write of a shared container).
@@ -191,8 +201,11 @@ class PinningPolicy : public nri::PluginHandler {
   CpuSet LazyCpus(const std::string& extra_busy_id = "", const CpuSet& extra_busy = {}) const;
   // The running shared containers except `except_id` that lack a CPU of `pool` or have one
   // outside `pool | lazy` (those the pool moves), in id order. Empty when the pool is empty.
+  // Containers holding one set (SameAs) are judged once.
   std::vector<TrackedContainer*> OffPool(const CpuSet& pool, const CpuSet& lazy,
                                          const std::string& except_id);
+  // SharedPool() as the set the policy hands out: the same CpuSetRef while the pool stays.
+  Result<CpuSetRef> CurrentPool();
   // One update per container in `moved`, to `pool`.
   static std::vector<nri::CpusetUpdate> UpdatesTo(const CpuSet& pool,
                                                   const std::vector<TrackedContainer*>& moved,
@@ -202,7 +215,7 @@ class PinningPolicy : public nri::PluginHandler {
   // transaction, and remembers that every running shared container is settled on `pool` (so the
   // next reply skips the scan).
   Result<std::vector<nri::CpusetUpdate>> ReplyUpdates(const std::string& except_id,
-                                                      const CpuSet& pool, const CpuSet& lazy,
+                                                      const CpuSetRef& pool, const CpuSet& lazy,
                                                       bool ignore_failure,
                                                       const TrackedContainer* also);
   // How many running shared containers there are, except `except_id`.
@@ -211,7 +224,7 @@ class PinningPolicy : public nri::PluginHandler {
   void Keep(TrackedContainer t);
   // Rebuilds exclusive_ from containers_ as a whole.
   void RebuildIndex();
-  // RecordMoves() at the start of a call, a failure kept as a warning.
+  // RecordAfterReply() at the start of a call, a failure kept as a warning.
   void RecordMovesFirst();
   CpuSet FallbackPool() const;
   // The cpuset of an unsolicited update in flight to container `id`, or null.
@@ -225,7 +238,7 @@ class PinningPolicy : public nri::PluginHandler {
   // transaction; a move of a container never recorded records it whole.
   Status Persist(const std::vector<const TrackedContainer*>& upserts,
                  const std::vector<CpusMove>& moves, const std::vector<std::string>& removals,
-                 const std::optional<CpuSet>& pool);
+                 const std::optional<CpuSet>& pool, shm::WakeWaiters wake = shm::WakeWaiters::kNow);
 
   shm::Segment* segment_;
   PolicyOptions options_;
@@ -239,12 +252,12 @@ class PinningPolicy : public nri::PluginHandler {
   std::map<std::string, CpuSet> declared_;
   // ComputeSharedPool cache, valid while the segment's generation is unchanged.
   uint64_t pool_generation_ = 1;  // odd: never a committed generation
-  CpuSet pool_cache_;
+  CpuSetRef pool_cache_;
   CpuSet claimed_cache_;  // every claim's CPUs, same generation
   // No running shared container was in OffPool(settled_pool_, settled_lazy_) after the last
   // reply; cleared by anything that may move one otherwise.
   bool settled_ = false;
-  CpuSet settled_pool_;
+  CpuSetRef settled_pool_;
   CpuSet settled_lazy_;
   std::optional<CpuSet> recorded_pool_;  // what the shared-pool record last held (ours)
   // Moved by the last reply, not yet recorded (record_moves_after_reply). Pointers into
@@ -253,7 +266,7 @@ class PinningPolicy : public nri::PluginHandler {
   std::vector<std::string> warnings_;
   // Unsolicited updates sent and not answered yet (container id -> cpuset), and the containers
   // a reply moved meanwhile.
-  std::map<std::string, CpuSet> in_flight_;
+  std::map<std::string, CpuSetRef> in_flight_;
   std::set<std::string> moved_in_flight_;
 };
 

@@ -142,7 +142,13 @@ TEST(PolicyMovesAfterReplyTest, TheBindingBeforeTheReplyTheMovedContainersAfter)
   };
   ASSERT_TRUE(create("s1", "p1").ok());
   ASSERT_TRUE(create("s2", "p2").ok());
-  EXPECT_FALSE(policy.has_unrecorded_moves());
+  // Their records are in; the wake of the segment's waiters for them is not.
+  EXPECT_EQ(recorded_cpus("s2"), Cpus("0-7"));
+  EXPECT_TRUE(seg.nri()->has_deferred_wake());
+  EXPECT_TRUE(policy.has_work_after_reply());
+  ASSERT_TRUE(policy.RecordAfterReply().ok());
+  EXPECT_FALSE(seg.nri()->has_deferred_wake());
+  EXPECT_FALSE(policy.has_work_after_reply());
   seg.Prepare(1, Cpus("2-3"));
   auto r = create("x1", "p3", {ClaimVar(1, "2-3")});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -154,15 +160,16 @@ TEST(PolicyMovesAfterReplyTest, TheBindingBeforeTheReplyTheMovedContainersAfter)
   EXPECT_EQ(snap->shared_pool.cpus, Cpus("0-1,4-7"));
   EXPECT_EQ(recorded_cpus("s1"), Cpus("0-7"));
   EXPECT_EQ(policy.containers().at("s1").cpus, Cpus("0-1,4-7"));  // its own view moved at once
-  EXPECT_TRUE(policy.has_unrecorded_moves());
-  ASSERT_TRUE(policy.RecordMoves().ok());
-  EXPECT_FALSE(policy.has_unrecorded_moves());
+  EXPECT_TRUE(policy.has_work_after_reply());
+  ASSERT_TRUE(policy.RecordAfterReply().ok());
+  EXPECT_FALSE(policy.has_work_after_reply());
+  EXPECT_FALSE(seg.nri()->has_deferred_wake());
   EXPECT_EQ(recorded_cpus("s1"), Cpus("0-1,4-7"));
   EXPECT_EQ(recorded_cpus("s2"), Cpus("0-1,4-7"));
   auto verified = shm::VerifySnapshot(*seg.nri()->ReadSnapshot());
   EXPECT_THAT(verified.violations, IsEmpty());
 
-  // Without RecordMoves, the next call records them first (here a removal of a moved one).
+  // Without RecordAfterReply, the next call records them first (here a removal of a moved one).
   ASSERT_TRUE(policy.StopContainer(MakePod("p3"), MakeContainer("x1", MakePod("p3"), "a")).ok());
   ASSERT_TRUE(policy.RemoveContainer(MakePod("p3"), MakeContainer("x1", MakePod("p3"), "a")).ok());
   seg.Release(1);
@@ -170,9 +177,9 @@ TEST(PolicyMovesAfterReplyTest, TheBindingBeforeTheReplyTheMovedContainersAfter)
                                         nri::Cpuset{"0-1,4-7", ""});
   ASSERT_TRUE(widened.ok());
   EXPECT_EQ(widened->size(), 2u);  // s2 widened, s1 re-asserted
-  EXPECT_TRUE(policy.has_unrecorded_moves());
+  EXPECT_TRUE(policy.has_work_after_reply());
   ASSERT_TRUE(policy.RemoveContainer(MakePod("p2"), MakeContainer("s2", MakePod("p2"), "a")).ok());
-  EXPECT_FALSE(policy.has_unrecorded_moves());
+  EXPECT_FALSE(policy.has_work_after_reply());
   EXPECT_EQ(recorded_cpus("s1"), Cpus("0-7"));
   auto gone = seg.nri()->FindContainer("s2");
   ASSERT_TRUE(gone.ok());

@@ -293,7 +293,7 @@ void BM_PolicyCreateExclusiveShrink(benchmark::State& state) {
     state.PauseTiming();
     // What the agent does once the reply is sent: off the container-start path, but the loop's.
     const double r0 = NowNs();
-    Check(h.policy.RecordMoves());
+    Check(h.policy.RecordAfterReply());
     record_ns += NowNs() - r0;
     h.Call("RemoveContainer", RemoveRequest(pod, c));
     {
