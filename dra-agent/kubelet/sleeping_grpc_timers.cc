@@ -58,13 +58,31 @@ struct Timers {
   int64_t next_check = kInfFuture;
 
   // With mu held.
+  void Remember(const void* timer, int64_t deadline) {
+    Forget(timer);  // a timer struct is reused after it fired
+    deadline_of.emplace(timer, deadline);
+    by_deadline.emplace(deadline, timer);
+  }
   void Forget(const void* timer) {
     auto it = deadline_of.find(timer);
     if (it == deadline_of.end()) return;
     by_deadline.erase({it->second, timer});
     deadline_of.erase(it);
   }
+  // Forgets every timer due by `now` (gRPC's check at `now` has fired them).
+  void ForgetDueBy(int64_t now) {
+    while (!by_deadline.empty() && by_deadline.begin()->first <= now) {
+      deadline_of.erase(by_deadline.begin()->second);
+      by_deadline.erase(by_deadline.begin());
+    }
+  }
   int64_t Earliest() const { return by_deadline.empty() ? kInfFuture : by_deadline.begin()->first; }
+  // The time the thread is told to check again: the earlier of what gRPC asked and our next
+  // deadline; remembered as next_check.
+  int64_t ScheduleNextCheck(int64_t asked) {
+    next_check = std::min(asked, Earliest());
+    return next_check;
+  }
   // gRPC's clock, as its timer check reads it (rounded down, so never ahead of the check's).
   int64_t Now() const { return timestamp_from_timespec(gpr_now(GPR_CLOCK_MONOTONIC)); }
 };
@@ -79,9 +97,7 @@ void Init(void* timer, int64_t deadline_ms, void* closure) {
   bool wake = false;
   {
     std::lock_guard lock(t.mu);
-    t.Forget(timer);  // a timer struct is reused after it fired
-    t.deadline_of.emplace(timer, deadline_ms);
-    t.by_deadline.emplace(deadline_ms, timer);
+    t.Remember(timer, deadline_ms);
     t.generic->init(timer, deadline_ms, closure);
     if (deadline_ms < t.next_check) {
       t.next_check = deadline_ms;
@@ -106,8 +122,8 @@ int Check(int64_t* next_ms) {
   // Read before gRPC's check reads its own clock: every deadline up to here is fired by it.
   const int64_t now = t.Now();
   if (t.Earliest() > now) {
-    t.next_check = std::min(asked, t.Earliest());
-    if (next_ms) *next_ms = t.next_check;
+    const int64_t next = t.ScheduleNextCheck(asked);
+    if (next_ms) *next_ms = next;
     return kTimersCheckedAndEmpty;
   }
   const int result = t.generic->check(next_ms);
@@ -115,13 +131,10 @@ int Check(int64_t* next_ms) {
     // Another caller was checking (cannot happen while every check holds mu); as gRPC's own.
     return result;
   }
-  while (!t.by_deadline.empty() && t.by_deadline.begin()->first <= now) {
-    t.deadline_of.erase(t.by_deadline.begin()->second);
-    t.by_deadline.erase(t.by_deadline.begin());
-  }
+  t.ForgetDueBy(now);
   // gRPC's own answer is its next window move (at most a second away); ours is the next deadline.
-  t.next_check = std::min(asked, t.Earliest());
-  if (next_ms) *next_ms = t.next_check;
+  const int64_t next = t.ScheduleNextCheck(asked);
+  if (next_ms) *next_ms = next;
   return result;
 }
 
