@@ -94,7 +94,7 @@ TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?=
 TSAN_CI_TESTS := http_server http_connection concurrent_fsync dra_agent nri_agent_unit claim_status \
   kube_kube_client kube_hostile_apiserver cpu_claim_preparer claim_fetch device_health_monitor \
-  event_loop \
+  event_loop lingering_threads posix_file_system \
   ttrpc_server_client mux_multiplexer mux_ttrpc_peer nri_plugin sim_reconnect shm_segment shm_crash \
   slices_publisher slices_publisher_topology_watcher nri_agent \
   kubelet_plugin_server serial_event_engine sleeping_grpc_timers kubelet_simulator \

@@ -1,13 +1,13 @@
 #include "common/concurrent_fsync.h"
 
 #include <linux/aio_abi.h>
-#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
+#include <utility>
 
 namespace dracpu {
 namespace {
@@ -16,109 +16,154 @@ static_assert(sizeof(aio_context_t) == sizeof(uint64_t));
 
 int FsyncErrno(int fd) { return ::fsync(fd) == 0 ? 0 : errno; }
 
+void DestroyContext(uint64_t ctx) { ::syscall(SYS_io_destroy, ctx); }
+
 }  // namespace
 
 ConcurrentFsync::~ConcurrentFsync() {
-  if (aio_ctx_ != 0) ::syscall(SYS_io_destroy, aio_ctx_);
+  for (uint64_t ctx : idle_contexts_) DestroyContext(ctx);
 }
+
+ConcurrentFsync::Batch ConcurrentFsync::Begin() { return Batch(this, TakeContext()); }
 
 std::vector<int> ConcurrentFsync::SyncAll(const std::vector<int>& fds) {
-  std::vector<int> errors(fds.size(), 0);
-  if (fds.size() == 1) {
-    errors[0] = FsyncErrno(fds[0]);
-  } else if (fds.size() > 1 && !SyncWithAio(fds, errors)) {
-    SyncOnThreads(fds, errors);
-  }
-  return errors;
+  if (fds.size() == 1) return {FsyncErrno(fds[0])};  // nothing to overlap
+  Batch batch = Begin();
+  for (int fd : fds) batch.Start(fd);
+  return batch.Wait();
 }
 
-bool ConcurrentFsync::SyncWithAio(const std::vector<int>& fds, std::vector<int>& errors) {
-  std::unique_lock lock(aio_mu_, std::try_to_lock);
-  if (!lock.owns_lock() || aio_refused_) return false;
-  if (aio_ctx_ == 0 && ::syscall(SYS_io_setup, kAioRingSize, &aio_ctx_) != 0) {
+uint64_t ConcurrentFsync::TakeContext() {
+  {
+    std::lock_guard lock(mu_);
+    if (aio_refused_) return 0;
+    if (!idle_contexts_.empty()) {
+      const uint64_t ctx = idle_contexts_.back();
+      idle_contexts_.pop_back();
+      return ctx;
+    }
+    if (contexts_made_ == kMaxAioContexts) return 0;
+    ++contexts_made_;
+  }
+  aio_context_t ctx = 0;
+  if (::syscall(SYS_io_setup, kAioRingSize, &ctx) == 0) return ctx;
+  std::lock_guard lock(mu_);
+  --contexts_made_;
+  aio_refused_ = true;  // io_setup refused: the same answer every time
+  return 0;
+}
+
+void ConcurrentFsync::ReturnContext(uint64_t ctx, bool usable, bool refused) {
+  {
+    std::lock_guard lock(mu_);
+    if (refused) aio_refused_ = true;
+    if (usable) {
+      idle_contexts_.push_back(ctx);
+      return;
+    }
+    --contexts_made_;
+  }
+  DestroyContext(ctx);  // waits for what may still be in flight on it
+}
+
+ConcurrentFsync::Batch::Batch(Batch&& other) noexcept
+    : owner_(other.owner_),
+      aio_ctx_(std::exchange(other.aio_ctx_, 0)),
+      fds_(std::move(other.fds_)),
+      errors_(std::move(other.errors_)),
+      in_aio_(std::move(other.in_aio_)),
+      aio_in_flight_(std::exchange(other.aio_in_flight_, 0)),
+      threads_(std::move(other.threads_)),
+      waited_(std::exchange(other.waited_, true)) {}
+
+ConcurrentFsync::Batch::~Batch() { Wait(); }
+
+void ConcurrentFsync::Batch::Start(int fd) {
+  const size_t index = fds_.size();
+  fds_.push_back(fd);
+  errors_.push_back(0);
+  in_aio_.push_back(false);
+  if (aio_ctx_ != 0 && StartWithAio(index)) return;
+  if (threads_.size() < kMaxThreads) {
+    OnThread& t = threads_.emplace_back(OnThread{fd, 0, index, {}});
+    auto sync = [](void* arg) -> void* {
+      auto* job = static_cast<OnThread*>(arg);
+      job->error = FsyncErrno(job->fd);
+      return nullptr;
+    };
+    if (::pthread_create(&t.thread, nullptr, sync, &t) == 0) return;
+    threads_.pop_back();
+  }
+  errors_[index] = FsyncErrno(fd);
+}
+
+bool ConcurrentFsync::Batch::StartWithAio(size_t index) {
+  if (aio_in_flight_ == kAioRingSize && !ReapAio(1)) return false;
+  iocb request{};
+  request.aio_fildes = static_cast<uint32_t>(fds_[index]);
+  request.aio_lio_opcode = IOCB_CMD_FSYNC;
+  request.aio_data = index;
+  iocb* submit[] = {&request};
+  if (::syscall(SYS_io_submit, aio_ctx_, int64_t{1}, submit) == 1) {
+    in_aio_[index] = true;
+    ++aio_in_flight_;
+    return true;
+  }
+  if (errno == EINVAL || errno == ENOSYS || errno == EPERM) {
+    // A kernel without AIO fsync: the same answer every time. This batch goes on with threads.
+    const uint64_t ctx = aio_ctx_;
+    if (aio_in_flight_ == 0) {
+      aio_ctx_ = 0;
+      owner_->ReturnContext(ctx, true, true);
+    }
+  }
+  // Any other refusal (a bad descriptor, say): this file's fsync(2) reports its own error.
+  return false;
+}
+
+bool ConcurrentFsync::Batch::ReapAio(int64_t at_least) {
+  std::array<io_event, kAioRingSize> events;
+  int64_t got;
+  do {
+    got = ::syscall(SYS_io_getevents, aio_ctx_, at_least, static_cast<int64_t>(aio_in_flight_),
+                    events.data(), nullptr);
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) {
+    // Not expected (the context is ours and valid). Requests may still be in flight: the context
+    // goes (its destruction waits for them), and their files are synced by Wait with fsync(2).
+    const uint64_t ctx = aio_ctx_;
     aio_ctx_ = 0;
-    aio_refused_ = true;
+    aio_in_flight_ = 0;
+    owner_->ReturnContext(ctx, false, false);
     return false;
   }
-  std::vector<bool> done(fds.size(), false);
-  std::vector<iocb> requests(kAioRingSize);
-  std::vector<iocb*> submit(kAioRingSize);
-  std::vector<io_event> events(kAioRingSize);
-  for (size_t base = 0; base < fds.size(); base += kAioRingSize) {
-    const size_t count = std::min(kAioRingSize, fds.size() - base);
-    for (size_t k = 0; k < count; ++k) {
-      requests[k] = iocb{};
-      requests[k].aio_fildes = static_cast<uint32_t>(fds[base + k]);
-      requests[k].aio_lio_opcode = IOCB_CMD_FSYNC;
-      requests[k].aio_data = base + k;
-      submit[k] = &requests[k];
-    }
-    const int64_t submitted =
-        ::syscall(SYS_io_submit, aio_ctx_, static_cast<int64_t>(count), submit.data());
-    if (submitted < 0 && base == 0 && (errno == EINVAL || errno == ENOSYS || errno == EPERM)) {
-      aio_refused_ = true;  // a kernel without AIO fsync: the same answer every time
-      return false;
-    }
-    // A descriptor the kernel refuses stops the submission there; it and those after it are
-    // synced below, where fsync(2) reports its own error.
-    int64_t reaped = 0;
-    while (reaped < submitted) {
-      const int64_t got = ::syscall(SYS_io_getevents, aio_ctx_, int64_t{1}, submitted - reaped,
-                                    events.data(), nullptr);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;
-      for (int64_t e = 0; e < got; ++e) {
-        const size_t i = events[e].data;
-        done[i] = true;
-        if (events[e].res < 0) errors[i] = static_cast<int>(-events[e].res);
-      }
-      reaped += got;
-    }
-    if (reaped < submitted) {
-      // Not expected (the context is ours and valid). Requests may still be in flight: the
-      // context goes (its destruction waits for them) so no later batch reaps their events.
-      ::syscall(SYS_io_destroy, aio_ctx_);
-      aio_ctx_ = 0;
-      break;
-    }
+  for (int64_t e = 0; e < got; ++e) {
+    const size_t i = events[e].data;
+    in_aio_[i] = false;
+    errors_[i] = events[e].res < 0 ? static_cast<int>(-events[e].res) : 0;
   }
-  for (size_t i = 0; i < fds.size(); ++i) {
-    if (!done[i]) errors[i] = FsyncErrno(fds[i]);
-  }
+  aio_in_flight_ -= static_cast<size_t>(got);
   return true;
 }
 
-void ConcurrentFsync::SyncOnThreads(const std::vector<int>& fds, std::vector<int>& errors) {
-  // Each share is every n-th file; each file's errno is written by one thread only. Where a
-  // thread cannot be made, the caller's thread does that share.
-  struct Share {
-    const std::vector<int>* fds;
-    std::vector<int>* errors;
-    size_t first, stride;
-  };
-  auto sync_share = [](void* arg) -> void* {
-    const Share& sh = *static_cast<Share*>(arg);
-    for (size_t i = sh.first; i < sh.fds->size(); i += sh.stride) {
-      (*sh.errors)[i] = FsyncErrno((*sh.fds)[i]);
-    }
-    return nullptr;
-  };
-  const size_t n = std::max<size_t>(1, std::min(fds.size(), kMaxThreads));
-  std::vector<Share> shares;
-  for (size_t k = 0; k < n; ++k) shares.push_back({&fds, &errors, k, n});
-  std::vector<pthread_t> threads(n);
-  std::vector<bool> started(n, false);
-  for (size_t k = 1; k < n; ++k) {
-    started[k] = ::pthread_create(&threads[k], nullptr, sync_share, &shares[k]) == 0;
+const std::vector<int>& ConcurrentFsync::Batch::Wait() {
+  if (waited_) return errors_;
+  waited_ = true;
+  while (aio_ctx_ != 0 && aio_in_flight_ > 0 && ReapAio(static_cast<int64_t>(aio_in_flight_))) {
   }
-  sync_share(&shares[0]);
-  for (size_t k = 1; k < n; ++k) {
-    if (started[k]) {
-      ::pthread_join(threads[k], nullptr);
-    } else {
-      sync_share(&shares[k]);
-    }
+  if (aio_ctx_ != 0) {
+    owner_->ReturnContext(aio_ctx_, true, false);
+    aio_ctx_ = 0;
   }
+  for (size_t i = 0; i < fds_.size(); ++i) {
+    if (in_aio_[i]) errors_[i] = FsyncErrno(fds_[i]);  // its context failed
+  }
+  for (OnThread& t : threads_) {
+    ::pthread_join(t.thread, nullptr);
+    errors_[t.index] = t.error;
+  }
+  threads_.clear();
+  return errors_;
 }
 
 }  // namespace dracpu

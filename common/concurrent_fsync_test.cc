@@ -38,7 +38,7 @@ class ConcurrentFsyncTest : public ::testing::TestWithParam<ConcurrentFsync::Way
 
 TEST_P(ConcurrentFsyncTest, SyncsEveryFileOfABatchLargerThanTheRing) {
   ConcurrentFsync fsync(GetParam());
-  const std::vector<int> fds = OpenFiles(int(ConcurrentFsync::kAioRingSize) + 5);
+  const std::vector<int> fds = OpenFiles(static_cast<int>(ConcurrentFsync::kAioRingSize) + 5);
   EXPECT_EQ(fsync.SyncAll(fds), std::vector<int>(fds.size(), 0));
   // A second batch on the same object (the AIO context is kept), then one of a single file.
   EXPECT_EQ(fsync.SyncAll({fds[0], fds[1]}), std::vector<int>(2, 0));
@@ -64,9 +64,41 @@ TEST_P(ConcurrentFsyncTest, ConcurrentCallersAllGetTheirAnswers) {
   const std::vector<int> fds = OpenFiles(8);
   std::vector<std::vector<int>> results(4);
   std::vector<std::thread> callers;
+  callers.reserve(results.size());
   for (auto& r : results) callers.emplace_back([&] { r = fsync.SyncAll(fds); });
   for (auto& t : callers) t.join();
   for (const auto& r : results) EXPECT_EQ(r, std::vector<int>(fds.size(), 0));
+}
+
+// A batch started one file at a time answers per Start, in order; Wait may be asked again.
+TEST_P(ConcurrentFsyncTest, ABatchStartedFileByFileAnswersInOrder) {
+  ConcurrentFsync fsync(GetParam());
+  std::vector<int> fds = OpenFiles(static_cast<int>(ConcurrentFsync::kAioRingSize) + 3);
+  fds[4] = -1;
+  ConcurrentFsync::Batch batch = fsync.Begin();
+  for (int fd : fds) batch.Start(fd);
+  std::vector<int> expected(fds.size(), 0);
+  expected[4] = EBADF;
+  EXPECT_EQ(batch.Wait(), expected);
+  EXPECT_EQ(batch.Wait(), expected);
+  // Batches at once, more than the AIO contexts kept: the extra ones take threads.
+  std::vector<ConcurrentFsync::Batch> open;
+  for (size_t k = 0; k < ConcurrentFsync::kMaxAioContexts + 2; ++k) {
+    open.push_back(fsync.Begin());
+    open.back().Start(fds[0]);
+  }
+  for (ConcurrentFsync::Batch& b : open) EXPECT_EQ(b.Wait(), std::vector<int>{0});
+}
+
+// A batch that is never waited for ends its fsyncs in its destructor.
+TEST_P(ConcurrentFsyncTest, ABatchDroppedWithoutWaitEndsItsFsyncs) {
+  ConcurrentFsync fsync(GetParam());
+  const std::vector<int> fds = OpenFiles(6);
+  {
+    ConcurrentFsync::Batch batch = fsync.Begin();
+    for (int fd : fds) batch.Start(fd);
+  }
+  EXPECT_EQ(fsync.SyncAll(fds), std::vector<int>(fds.size(), 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ways, ConcurrentFsyncTest,

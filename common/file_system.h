@@ -59,17 +59,24 @@ class FileSystem {
     std::string content;
     mode_t mode = 0644;
   };
-  // WriteFileAtomically for several files at once, paying for durability once per batch where
-  // the implementation can: every temp file is written and its writeback started, then each is
-  // fsynced (the first sync commits the others' metadata too), renamed, and each directory
-  // fsynced once. One Status per file, in order; a failed file keeps its old content and does
-  // not affect the others. This default writes them one by one.
-  virtual std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files) {
-    std::vector<Status> out;
-    out.reserve(files.size());
-    for (const FileWrite& f : files) out.push_back(WriteFileAtomically(f.path, f.content, f.mode));
-    return out;
-  }
+  // WriteFileAtomically for several files, paying for durability once per batch where the
+  // implementation can, and letting the caller produce the files one at a time: Add writes a
+  // file's temp file and starts making it durable (the disk works while the caller prepares the
+  // next one); Finish waits until every temp file is durable, renames each into place and fsyncs
+  // each directory once, then answers one Status per Add, in order. A failed file keeps its old
+  // content and does not affect the others. Nothing added is visible before Finish; a batch
+  // destroyed without Finish leaves every old file as it was. A batch is used by one thread.
+  class AtomicWrites {
+   public:
+    virtual ~AtomicWrites() = default;
+    virtual void Add(FileWrite file) = 0;
+    virtual std::vector<Status> Finish() = 0;  // once
+  };
+  // This default keeps the files and writes them one by one in Finish.
+  virtual std::unique_ptr<AtomicWrites> BeginAtomicWrites();
+
+  // A batch of `files` (BeginAtomicWrites, Add each, Finish).
+  std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files);
 
   // Removes a file or an empty directory; NOT_FOUND when it did not exist.
   virtual Status RemoveFile(std::string_view path) = 0;

@@ -144,64 +144,13 @@ class PosixFileSystem final : public FileSystem {
 
   Status WriteFileAtomically(std::string_view path, std::string_view content,
                              mode_t mode) override {
-    ASSIGN_OR_RETURN(const std::string rel, Relative(path));
-    const std::string tmp = TempNameFor(rel);
-    UniqueFd fd;
-    Status status = WriteTemp(tmp, content, mode, &fd);
-    if (status.ok() && ::fsync(fd.get()) != 0)
-      status = ErrnoStatus("fsync " + HostPath(tmp), errno);
-    fd.Reset();
-    if (status.ok() && ::renameat(root_fd_.get(), tmp.c_str(), root_fd_.get(), rel.c_str()) != 0) {
-      status = ErrnoStatus("rename " + HostPath(tmp) + " to " + HostPath(path), errno);
-    }
-    if (!status.ok()) {
-      ::unlinkat(root_fd_.get(), tmp.c_str(), 0);
-      return status;
-    }
-    SyncDirectory(ParentOf(rel));
-    return Status::Ok();
+    PosixAtomicWrites batch(*this);
+    batch.Add({std::string(path), std::string(content), mode});
+    return std::move(batch.Finish().front());
   }
 
-  std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files) override {
-    std::vector<Status> out(files.size());
-    std::vector<Temp> temps(files.size());
-    // 1. Every temp file written, and its writeback started without waiting for it.
-    for (size_t i = 0; i < files.size(); ++i) {
-      Result<std::string> rel = Relative(files[i].path);
-      if (!rel.ok()) {
-        out[i] = rel.status();
-        continue;
-      }
-      temps[i].rel = *rel;
-      temps[i].tmp = TempNameFor(*rel);
-      out[i] = WriteTemp(temps[i].tmp, files[i].content, files[i].mode, &temps[i].fd);
-      if (out[i].ok()) ::sync_file_range(temps[i].fd.get(), 0, 0, SYNC_FILE_RANGE_WRITE);
-    }
-    // 2. Every temp file durable before any rename, all fsyncs at once: ext4 (and most
-    // journalling filesystems) serve concurrent fsyncs with one journal commit and the block
-    // layer merges their cache flushes, where fsyncs one after another pay a flush each (ext4
-    // flushes again for every file whose transaction is already committed: 8 files cost 8).
-    // Unlike syncfs, nothing else dirty on the filesystem is written back on our time.
-    SyncConcurrently(temps, out);
-    for (Temp& t : temps) t.fd.Reset();
-    // 3. Renamed into place; 4. each directory synced once.
-    std::vector<std::string> dirs;
-    for (size_t i = 0; i < files.size(); ++i) {
-      if (temps[i].tmp.empty()) continue;  // the path was refused
-      if (out[i].ok() && ::renameat(root_fd_.get(), temps[i].tmp.c_str(), root_fd_.get(),
-                                    temps[i].rel.c_str()) != 0) {
-        out[i] = ErrnoStatus("rename " + HostPath(temps[i].tmp) + " to " + HostPath(files[i].path),
-                             errno);
-      }
-      if (!out[i].ok()) {
-        ::unlinkat(root_fd_.get(), temps[i].tmp.c_str(), 0);
-        continue;
-      }
-      const std::string dir = ParentOf(temps[i].rel);
-      if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
-    }
-    for (const std::string& dir : dirs) SyncDirectory(dir);
-    return out;
+  std::unique_ptr<AtomicWrites> BeginAtomicWrites() override {
+    return std::make_unique<PosixAtomicWrites>(*this);
   }
 
   Status RemoveFile(std::string_view path) override {
@@ -239,30 +188,84 @@ class PosixFileSystem final : public FileSystem {
   }
 
  private:
-  struct Temp {
-    std::string rel;
-    std::string tmp;
-    UniqueFd fd;
-  };
+  // 1. Each temp file written and its fsync started as it is added (ConcurrentFsync); 2. every
+  // temp file durable before any rename: ext4 (and most journalling filesystems) serve
+  // concurrent fsyncs with one journal commit and the block layer merges their cache flushes,
+  // where fsyncs one after another pay a flush each (ext4 flushes again for every file whose
+  // transaction is already committed: 8 files cost 8); unlike syncfs, nothing else dirty on the
+  // filesystem is written back on our time. 3. Renamed into place; 4. each directory synced
+  // once, all at once too.
+  class PosixAtomicWrites : public AtomicWrites {
+   public:
+    explicit PosixAtomicWrites(PosixFileSystem& fs) : fs_(fs), fsyncs_(fs.fsync_.Begin()) {}
+    ~PosixAtomicWrites() override {
+      fsyncs_.Wait();
+      for (Temp& t : temps_) {
+        if (t.fd) ::unlinkat(fs_.root_fd_.get(), t.tmp.c_str(), 0);
+      }
+    }
 
-  // fsync of every temp file whose `out` is OK, all at once (ConcurrentFsync); a failed fsync
-  // fails that file only.
-  void SyncConcurrently(std::vector<Temp>& temps, std::vector<Status>& out) {
-    std::vector<size_t> pending;
-    std::vector<int> fds;
-    for (size_t i = 0; i < temps.size(); ++i) {
-      if (out[i].ok()) {
-        pending.push_back(i);
-        fds.push_back(temps[i].fd.get());
+    void Add(FileWrite file) override {
+      Temp& t = temps_.emplace_back();
+      t.path = std::move(file.path);
+      Result<std::string> rel = Relative(t.path);
+      if (!rel.ok()) {
+        t.status = rel.status();
+        return;
+      }
+      t.rel = *std::move(rel);
+      t.tmp = TempNameFor(t.rel);
+      t.status = fs_.WriteTemp(t.tmp, file.content, file.mode, &t.fd);
+      if (t.status.ok()) {
+        t.sync = started_++;
+        fsyncs_.Start(t.fd.get());
       }
     }
-    const std::vector<int> errors = fsync_.SyncAll(fds);
-    for (size_t k = 0; k < pending.size(); ++k) {
-      if (errors[k] != 0) {
-        out[pending[k]] = ErrnoStatus("fsync " + HostPath(temps[pending[k]].tmp), errors[k]);
+
+    std::vector<Status> Finish() override {
+      const std::vector<int>& errors = fsyncs_.Wait();
+      std::vector<std::string> dirs;
+      std::vector<Status> out;
+      out.reserve(temps_.size());
+      for (Temp& t : temps_) {
+        if (t.fd) {
+          if (const int error = errors[t.sync]; error != 0) {
+            t.status = ErrnoStatus("fsync " + fs_.HostPath(t.tmp), error);
+          }
+          t.fd.Reset();
+          if (t.status.ok() && ::renameat(fs_.root_fd_.get(), t.tmp.c_str(), fs_.root_fd_.get(),
+                                          t.rel.c_str()) != 0) {
+            t.status =
+                ErrnoStatus("rename " + fs_.HostPath(t.tmp) + " to " + fs_.HostPath(t.path), errno);
+          }
+          if (t.status.ok()) {
+            const std::string dir = ParentOf(t.rel);
+            if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+          } else {
+            ::unlinkat(fs_.root_fd_.get(), t.tmp.c_str(), 0);
+          }
+        }
+        out.push_back(std::move(t.status));
       }
+      temps_.clear();
+      fs_.SyncDirectories(dirs);
+      return out;
     }
-  }
+
+   private:
+    struct Temp {
+      std::string path;  // as given, for messages
+      std::string rel;
+      std::string tmp;
+      UniqueFd fd;      // open from the temp's write until Finish renames it
+      size_t sync = 0;  // its index among the batch's fsyncs
+      Status status;
+    };
+    PosixFileSystem& fs_;
+    ConcurrentFsync::Batch fsyncs_;
+    std::vector<Temp> temps_;
+    size_t started_ = 0;  // fsyncs
+  };
 
   // Unique per process and call, so concurrent writers never share a temp file; the name does
   // not end in .json/.yaml, so CDI watchers ignore it until the rename.
@@ -286,10 +289,18 @@ class PosixFileSystem final : public FileSystem {
     return status;
   }
 
-  // Best effort: the renames are already visible; this makes them survive a crash.
-  void SyncDirectory(const std::string& rel_dir) {
-    UniqueFd dir(::openat(root_fd_.get(), rel_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (dir) ::fsync(dir.get());
+  // Best effort: the renames are already visible; this makes them survive a crash. Several
+  // directories are synced at once.
+  void SyncDirectories(const std::vector<std::string>& rel_dirs) {
+    std::vector<UniqueFd> open;
+    std::vector<int> fds;
+    for (const std::string& rel_dir : rel_dirs) {
+      UniqueFd dir(::openat(root_fd_.get(), rel_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      if (!dir) continue;
+      fds.push_back(dir.get());
+      open.push_back(std::move(dir));
+    }
+    fsync_.SyncAll(fds);
   }
 
   static Status WriteAll(int fd, std::string_view content, const std::string& what) {
@@ -306,7 +317,7 @@ class PosixFileSystem final : public FileSystem {
 
   const std::string root_;
   const UniqueFd root_fd_;
-  ConcurrentFsync fsync_;  // WriteFilesAtomically's fsyncs
+  ConcurrentFsync fsync_;  // the fsyncs of batches and directories
 };
 
 }  // namespace

@@ -101,6 +101,32 @@ TEST_F(PosixFileSystemTest, WritesABatchAtomicallyWithPerFileResults) {
                           Field(&DirEntry::name, "old.json")));
 }
 
+// A batch built one file at a time: nothing is visible before Finish, and a batch dropped
+// without Finish leaves the old content and no temp file.
+TEST_F(PosixFileSystemTest, ABatchShowsNothingBeforeFinishAndNothingAtAllWhenDropped) {
+  ASSERT_THAT(fs_->MakeDirectories("/cdi", 0755), IsOk());
+  ASSERT_THAT(fs_->WriteFileAtomically("/cdi/old.json", "old", 0644), IsOk());
+  {
+    std::unique_ptr<FileSystem::AtomicWrites> batch = fs_->BeginAtomicWrites();
+    batch->Add({"/cdi/old.json", "dropped", 0644});
+    batch->Add({"/cdi/new.json", "dropped", 0644});
+  }
+  EXPECT_THAT(fs_->ReadFile("/cdi/old.json"), IsOkAndHolds(std::string("old")));
+  EXPECT_THAT(fs_->ListDirectory("/cdi"),
+              IsOkAndHolds(ElementsAre(Field(&DirEntry::name, "old.json"))));
+
+  std::unique_ptr<FileSystem::AtomicWrites> batch = fs_->BeginAtomicWrites();
+  batch->Add({"/cdi/old.json", "new", 0644});
+  batch->Add({"/cdi/new.json", "N", 0644});
+  EXPECT_THAT(fs_->ReadFile("/cdi/old.json"), IsOkAndHolds(std::string("old")));
+  EXPECT_FALSE(fs_->Exists("/cdi/new.json"));
+  const std::vector<Status> out = batch->Finish();
+  EXPECT_THAT(out, ElementsAre(IsOk(), IsOk()));
+  EXPECT_THAT(fs_->ReadFile("/cdi/old.json"), IsOkAndHolds(std::string("new")));
+  EXPECT_THAT(fs_->ReadFile("/cdi/new.json"), IsOkAndHolds(std::string("N")));
+  EXPECT_THAT(fs_->ListDirectory("/cdi"), IsOkAndHolds(::testing::SizeIs(2)));
+}
+
 // A FIFO, a directory or a device where a file is expected (planted in a CDI or config
 // directory, say) is refused at once: no read blocks waiting for a writer, none reads forever.
 TEST_F(PosixFileSystemTest, SpecialFilesAreRefusedWithoutBlocking) {

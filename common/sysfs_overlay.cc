@@ -171,6 +171,7 @@ class OverlayFileSystem final : public FileSystem {
                              mode_t mode) override {
     return base_->WriteFileAtomically(path, content, mode);
   }
+  std::unique_ptr<AtomicWrites> BeginAtomicWrites() override { return base_->BeginAtomicWrites(); }
   Status RemoveFile(std::string_view path) override { return base_->RemoveFile(path); }
   Status MakeDirectories(std::string_view path, mode_t mode) override {
     return base_->MakeDirectories(path, mode);
