@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/owned_atomic_writes.h"
 #include "dra-agent/cdi/cdi_spec.h"
 
 namespace dracpu::dra {
@@ -22,22 +23,24 @@ Status CdiStore::Write(std::string_view claim_uid, const CpuSet& cpus) {
   return std::move(WriteAll({{std::string(claim_uid), cpus}}).front());
 }
 
+Result<FileSystem::FileWrite> CdiStore::SpecFile(const std::string& claim_uid,
+                                                 const CpuSet& cpus) const {
+  RETURN_IF_ERROR(ValidateClaimUid(claim_uid));
+  if (cpus.Empty()) return InvalidArgumentError("claim " + claim_uid + ": no CPUs to write");
+  return FileSystem::FileWrite{PathOf(claim_uid), RenderCdiSpec(claim_uid, cpus), 0644};
+}
+
 std::vector<Status> CdiStore::WriteAll(const std::vector<std::pair<std::string, CpuSet>>& claims) {
-  std::vector<Status> out(claims.size());
-  std::vector<FileSystem::FileWrite> files;
-  std::vector<size_t> which;
+  OwnedAtomicWrites writes(fs_.BeginAtomicWrites(), claims.size());
   for (size_t i = 0; i < claims.size(); ++i) {
-    const auto& [uid, cpus] = claims[i];
-    out[i] = ValidateClaimUid(uid);
-    if (out[i].ok() && cpus.Empty())
-      out[i] = InvalidArgumentError("claim " + uid + ": no CPUs to write");
-    if (!out[i].ok()) continue;
-    files.push_back({PathOf(uid), RenderCdiSpec(uid, cpus), 0644});
-    which.push_back(i);
+    Result<FileSystem::FileWrite> file = SpecFile(claims[i].first, claims[i].second);
+    if (file.ok()) {
+      writes.Add(i, *std::move(file));
+    } else {
+      writes.Fail(i, file.status());
+    }
   }
-  std::vector<Status> written = fs_.WriteFilesAtomically(files);
-  for (size_t k = 0; k < which.size(); ++k) out[which[k]] = std::move(written[k]);
-  return out;
+  return writes.Finish();
 }
 
 Status CdiStore::Remove(std::string_view claim_uid) {

@@ -5,6 +5,7 @@
 // Thread safety: safe for concurrent use on different claims; callers serialize per claim.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,9 +25,14 @@ class CdiStore {
   Status EnsureDirectory();
   // Writes (or replaces) the claim's spec, mode 0644 like the CDI library.
   Status Write(std::string_view claim_uid, const CpuSet& cpus);
-  // Write for several claims, made durable together (FileSystem::WriteFilesAtomically: one
-  // directory fsync for all of them). One Status per claim, in order.
+  // Write for several claims, made durable together (FileSystem::AtomicWrites: one directory
+  // fsync for all of them). One Status per claim, in order.
   std::vector<Status> WriteAll(const std::vector<std::pair<std::string, CpuSet>>& claims);
+  // The claim's spec as a file to write, for a caller's own batch of this store's FileSystem
+  // (WriteAll's pieces); INVALID_ARGUMENT for a uid Kubernetes would not give or no CPUs.
+  Result<FileSystem::FileWrite> SpecFile(const std::string& claim_uid, const CpuSet& cpus) const;
+  // A batch on this store's FileSystem, for SpecFile's files and others written with them.
+  std::unique_ptr<FileSystem::AtomicWrites> BeginWrites() const { return fs_.BeginAtomicWrites(); }
   // Removes the claim's spec; OK when it does not exist.
   Status Remove(std::string_view claim_uid);
 

@@ -17,6 +17,9 @@ namespace {
 // GETs of one call's claims in flight at once: the Kubernetes client keeps 4 connections
 // (curl_http_client.cc); more GETs at once would open new ones, each a TLS handshake.
 constexpr size_t kConcurrentClaimFetches = 4;
+// How long an idle GET helper stays for the next call of several claims (the kubelet prepares a
+// burst of pods at once); an idle node keeps none.
+constexpr auto kFetchHelperLinger = std::chrono::seconds(5);
 
 // The kubelet's words for the claim, escaped: this goes into answers and logs before anything
 // has validated it.
@@ -64,7 +67,8 @@ CpuClaimPreparer::CpuClaimPreparer(const CpuTopology& topology,
       fetch_(std::move(fetch)),
       options_(std::move(options)),
       metrics_(metrics),
-      clock_(clock) {}
+      clock_(clock),
+      fetch_helpers_(kConcurrentClaimFetches, kFetchHelperLinger) {}
 
 std::string CpuClaimPreparer::ClaimKey(const ClaimRef& ref) const { return Key(ref); }
 
@@ -90,25 +94,28 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
   locks.reserve(stripes.size());
   for (size_t i : stripes) locks.emplace_back(claim_locks_[i]);
 
-  std::vector<Status> invalid;
-  invalid.reserve(claims.size());
+  std::vector<Staged> staged(claims.size());
   std::vector<ClaimRef> to_fetch;
-  for (const ClaimRef& ref : claims) {
-    invalid.push_back(ValidateRef(ref));
-    if (invalid.back().ok()) to_fetch.push_back(ref);
-  }
-  std::vector<Result<std::string>> fetched = FetchClaims(fetch_, to_fetch, kConcurrentClaimFetches);
-  std::vector<Staged> staged;
-  staged.reserve(claims.size());
-  for (size_t i = 0, next_fetched = 0; i < claims.size(); ++i) {
-    if (!invalid[i].ok()) {
-      staged.push_back({});
-      staged.back().result = {{}, "claim " + Key(claims[i]) + ": " + invalid[i].message()};
+  std::vector<size_t> fetched_claim;  // to_fetch[j] is claims[fetched_claim[j]]
+  for (size_t i = 0; i < claims.size(); ++i) {
+    if (Status s = ValidateRef(claims[i]); !s.ok()) {
+      staged[i].result = {{}, "claim " + Key(claims[i]) + ": " + s.message()};
       continue;
     }
-    staged.push_back(Stage(claims[i], std::move(fetched[next_fetched++])));
+    to_fetch.push_back(claims[i]);
+    fetched_claim.push_back(i);
   }
-  Commit(claims, staged);
+  // Each claim's files start on their way to disk as soon as it is placed, so the disk works
+  // while the next claims are placed; they become visible together in Finish.
+  OwnedAtomicWrites files(cdi_.BeginWrites(), claims.size());
+  FetchClaimsInOrder(fetch_, to_fetch, fetch_helpers_, kConcurrentClaimFetches,
+                     [&](size_t j, Result<std::string> json) {
+                       const size_t i = fetched_claim[j];
+                       staged[i] = Stage(claims[i], std::move(json));
+                       if (staged[i].write) AddFiles(claims[i], staged[i], i, files);
+                     });
+  const std::vector<Status> written = files.Finish();
+  Commit(claims, staged, written);
   locks.clear();
 
   std::map<std::string, ClaimPrepareResult> out;
@@ -369,56 +376,42 @@ CpuClaimPreparer::Staged CpuClaimPreparer::Stage(const ClaimRef& ref, Result<std
   return staged;
 }
 
-// The claims' specs are written together (WriteAll: one directory fsync for the whole call), then
-// every written claim is recorded kPrepared in one transaction; a claim whose spec could not be
-// written loses the reservation it made (nothing half-done) and reports the error.
-void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged) {
-  std::vector<std::pair<std::string, CpuSet>> specs;
-  std::vector<size_t> which;
+void CpuClaimPreparer::AddFiles(const ClaimRef& ref, const Staged& staged, size_t owner,
+                                OwnedAtomicWrites& files) const {
+  Result<FileSystem::FileWrite> spec = cdi_.SpecFile(ref.uid, staged.spec.cpus);
+  if (!spec.ok()) {
+    files.Fail(owner, spec.status());
+    return;
+  }
+  files.Add(owner, *std::move(spec));
+  if (staged.metadata) options_.metadata->AddTo(files, owner, *staged.metadata);
+}
+
+// Every written claim is recorded kPrepared in one transaction; a claim whose files could not be
+// written loses the reservation it made and its files (nothing half-done) and reports the error.
+void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged,
+                              const std::vector<Status>& written) {
+  std::vector<size_t> to_mark;
   for (size_t i = 0; i < staged.size(); ++i) {
-    if (!staged[i].write) continue;
-    specs.emplace_back(refs[i].uid, staged[i].spec.cpus);
-    which.push_back(i);
-  }
-  if (specs.empty()) return;
-  std::vector<Status> written = cdi_.WriteAll(specs);
-  // The device metadata of the claims whose spec was written, as one more batch.
-  std::vector<const DeviceMetadataWriter::Plan*> plans;
-  std::vector<size_t> planned;  // plans[m] is the metadata of which[planned[m]]
-  for (size_t k = 0; k < which.size(); ++k) {
-    if (written[k].ok() && staged[which[k]].metadata) {
-      plans.push_back(&*staged[which[k]].metadata);
-      planned.push_back(k);
-    }
-  }
-  if (!plans.empty()) {
-    const std::vector<Status> metadata_written = options_.metadata->WriteAll(plans);
-    for (size_t m = 0; m < plans.size(); ++m) {
-      Staged& s = staged[which[planned[m]]];
-      if (!metadata_written[m].ok()) {
-        written[planned[m]] = metadata_written[m].WithContext("device metadata");
-        continue;
-      }
-      for (PreparedDevice& d : s.result.devices) {
-        if (auto it = plans[m]->cdi_ids.find(d.request_names.front());
-            it != plans[m]->cdi_ids.end()) {
-          d.cdi_device_ids.push_back(it->second);
+    Staged& s = staged[i];
+    if (!s.write) continue;
+    if (written[i].ok()) {
+      if (s.metadata) {
+        for (PreparedDevice& d : s.result.devices) {
+          if (auto it = s.metadata->cdi_ids.find(d.request_names.front());
+              it != s.metadata->cdi_ids.end()) {
+            d.cdi_device_ids.push_back(it->second);
+          }
         }
       }
-    }
-  }
-  std::vector<size_t> to_mark;
-  for (size_t k = 0; k < which.size(); ++k) {
-    Staged& s = staged[which[k]];
-    if (written[k].ok()) {
-      if (s.spec.state != shm::ClaimState::kPrepared) to_mark.push_back(which[k]);
+      if (s.spec.state != shm::ClaimState::kPrepared) to_mark.push_back(i);
       continue;
     }
-    s.result = {{}, "claim " + Key(refs[which[k]]) + ": " + written[k].message()};
+    s.result = {{}, "claim " + Key(refs[i]) + ": " + written[i].message()};
     if (s.reserved) {
-      RemoveFiles(refs[which[k]]).IgnoreError();  // best effort: the reservation goes anyway
+      RemoveFiles(refs[i]).IgnoreError();  // best effort: the reservation goes anyway
       if (auto txn = segment_.Begin(); txn.ok()) {
-        txn->RemoveClaim(refs[which[k]].uid).status().IgnoreError();
+        txn->RemoveClaim(refs[i].uid).status().IgnoreError();
       }
     }
   }

@@ -2,10 +2,11 @@
 //
 // Prepare, per claim (each claim is serialized against itself by a striped lock, and different
 // calls run concurrently except for the short placement step, which runs inside one
-// shared-memory transaction; within a call only the GETs overlap):
+// shared-memory transaction; within a call, the GETs and the disk overlap the placements):
 //   1. GET the ResourceClaim (the claims of one call concurrently, up to kConcurrentClaimFetches at
-//      a time: FetchClaims), check its uid and that it is allocated; take the results for
-//      dra.cpu (none: success with no devices, as the reference).
+//      a time on helper threads kept between calls: FetchClaimsInOrder, which hands the claims
+//      over in order as they arrive), check its uid and that it is allocated; take the results
+//      for dra.cpu (none: success with no devices, as the reference).
 //   2. Already in shared memory (a repeated Prepare): the same CPUs again; the CDI spec is
 //      rewritten if missing.
 //   3. Otherwise, in one transaction: free = allocatable - every other claim; for each result,
@@ -17,11 +18,13 @@
 //      capacity (all allocatable CPUs of the NUMA node / socket / machine, minus the shared-pool
 //      floor on the first device; whole cores under fullPCPUsOnly). Refused when the shared pool
 //      would fall below minSharedCPUs, saying which devices were allocated whole. Recorded
-//      kReserved.
-//   4. The CDI specs of every claim of the call are written atomically together, with one
-//      directory fsync for the call (CdiStore::WriteAll), then the KEP-5304 device metadata of
-//      those claims as one more batch (DeviceMetadataWriter::WriteAll), while those claims stay
-//      locked; a claim whose files fail loses its reservation and its files (nothing half-done).
+//      kReserved. Claims are placed in the call's order, so the same call places the same way.
+//   4. As soon as a claim is placed, its CDI spec and KEP-5304 device metadata files go into the
+//      call's one batch of atomic writes (FileSystem::AtomicWrites): their temp files are written
+//      and their fsyncs start while the next claims are fetched and placed. After the last claim
+//      the batch waits for the fsyncs, renames every file into place and fsyncs each directory
+//      once (the CDI directory once per call), while those claims stay locked; a claim whose
+//      files fail loses its reservation and its files (nothing half-done).
 //   5. Recorded kPrepared (one transaction); devices returned (one per result, all with the
 //      claim's CDI id, plus the metadata CDI id of their request).
 // Unprepare: mark kReleasing, remove the device metadata and the CDI spec (on failure: back to
@@ -61,8 +64,8 @@ struct PreparerOptions {
   int min_shared_cpus = 1;
   bool strict_cpu_reservation = true;
   OnlineCpusReader online_cpus;  // empty: the topology's online set
-  // KEP-5304 device metadata (device_metadata.h), written with the CDI spec and removed before
-  // it; null: none. Not owned.
+  // KEP-5304 device metadata (device_metadata.h), written with the CDI spec (in the CdiStore's
+  // batch: both must write through one FileSystem) and removed before it; null: none. Not owned.
   DeviceMetadataWriter* metadata = nullptr;
 };
 
@@ -101,9 +104,15 @@ class CpuClaimPreparer final : public ClaimPreparer {
     shm::ClaimSpec spec;
     std::optional<DeviceMetadataWriter::Plan> metadata;  // written with the spec
   };
-  // The claim's stripe is held; `json` is its FetchClaims result.
+  // The claim's stripe is held; `json` is its FetchClaimsInOrder result.
   Staged Stage(const ClaimRef& ref, Result<std::string> json);
-  void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged);  // steps 4-5
+  // Step 4's start for one staged claim: its CDI spec and device metadata added to the call's
+  // batch as `owner`.
+  void AddFiles(const ClaimRef& ref, const Staged& staged, size_t owner,
+                OwnedAtomicWrites& files) const;
+  // Steps 4-5 once the batch is finished: `written` per claim of `refs`.
+  void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged,
+              const std::vector<Status>& written);
   std::string UnprepareOne(const ClaimRef& ref);
   // `whole_devices` gets the devices allocated whole (results without consumedCapacity).
   Result<CpuSet> Place(const ResourceClaimView& claim,
@@ -132,6 +141,10 @@ class CpuClaimPreparer final : public ClaimPreparer {
   DraMetrics* const metrics_;  // may be null
   const Clock& clock_;
   std::array<std::mutex, 64> claim_locks_;
+  // The GETs of a call of several claims run here (FetchClaimsInOrder); kept a few seconds after
+  // a call, so a burst of such calls does not make threads for each. Declared last: ended first,
+  // after waiting for any GET in progress.
+  LingeringThreads fetch_helpers_;
 };
 
 }  // namespace dracpu::dra

@@ -171,30 +171,20 @@ DeviceMetadataWriter::Plan DeviceMetadataWriter::Render(
   return plan;
 }
 
+void DeviceMetadataWriter::AddTo(OwnedAtomicWrites& writes, size_t owner, const Plan& plan) {
+  for (const std::string& dir : plan.directories) {
+    if (Status s = fs_.MakeDirectories(dir, kDirMode); !s.ok()) {
+      writes.Fail(owner, s.WithContext("device metadata"));
+      return;
+    }
+  }
+  for (const FileSystem::FileWrite& f : plan.files) writes.Add(owner, f);
+}
+
 std::vector<Status> DeviceMetadataWriter::WriteAll(const std::vector<const Plan*>& plans) {
-  std::vector<Status> out(plans.size());
-  std::vector<FileSystem::FileWrite> files;
-  std::vector<size_t> owner;  // files[k] belongs to plans[owner[k]]
-  for (size_t i = 0; i < plans.size(); ++i) {
-    for (const std::string& dir : plans[i]->directories) {
-      if (Status s = fs_.MakeDirectories(dir, kDirMode); !s.ok()) {
-        out[i] = s;
-        break;
-      }
-    }
-    if (!out[i].ok()) continue;
-    for (const FileSystem::FileWrite& f : plans[i]->files) {
-      files.push_back(f);
-      owner.push_back(i);
-    }
-  }
-  const std::vector<Status> written = fs_.WriteFilesAtomically(files);
-  for (size_t k = 0; k < written.size(); ++k) {
-    if (!written[k].ok() && out[owner[k]].ok()) {
-      out[owner[k]] = written[k];  // names the file
-    }
-  }
-  return out;
+  OwnedAtomicWrites writes(fs_.BeginAtomicWrites(), plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) AddTo(writes, i, *plans[i]);
+  return writes.Finish();  // an error names the file or directory
 }
 
 Result<std::map<std::string, std::string>> DeviceMetadataWriter::Write(

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/file_system.h"
+#include "common/owned_atomic_writes.h"
 #include "common/status.h"
 #include "dra-agent/devices/device_catalog.h"
 
@@ -70,6 +71,10 @@ class DeviceMetadataWriter {
   // per plan, in order; an error names the file. A failed plan may leave some of its files
   // written: Remove() them.
   std::vector<Status> WriteAll(const std::vector<const Plan*>& plans);
+  // WriteAll's piece for a caller's own batch, which must write through this writer's
+  // FileSystem: makes the plan's directories now and adds its files as `owner`'s (a directory
+  // that cannot be made fails `owner`, and none of its files is added).
+  void AddTo(OwnedAtomicWrites& writes, size_t owner, const Plan& plan);
 
   // Render and WriteAll for one claim: base request -> CDI device id.
   Result<std::map<std::string, std::string>> Write(const MetadataClaim& claim,

@@ -319,7 +319,7 @@ BENCHMARK(BM_PrepareClaimsInOneCall)
     ->ArgsProduct({{1, 8, 32}, {0}, {1}})
     ->ArgNames({"claims", "disk", "api_ms"})
     ->UseRealTime()
-    ->Iterations(30);
+    ->Iterations(100);
 
 // The summary of item 4, after every batch benchmark ran.
 void PrintBatchSummaryInternal() {
