@@ -40,22 +40,26 @@ void FetchUntilNoneLeft(Fetching& f) {
 void FetchClaimsInOrder(const ClaimFetcher& fetch, const std::vector<ClaimRef>& refs,
                         LingeringThreads& helpers, size_t max_helpers,
                         const std::function<void(size_t, Result<std::string>)>& use) {
-  const size_t wanted = refs.size() > 1 && max_helpers > 1 ? std::min(max_helpers, refs.size()) : 0;
-  auto f = std::make_shared<Fetching>(fetch, refs);
-  size_t started = 0;
-  while (started < wanted && helpers.Run([f] { FetchUntilNoneLeft(*f); })) ++started;
-  if (started == 0) {  // the caller alone, one GET after the other
-    for (size_t i = 0; i < refs.size(); ++i) use(i, fetch(refs[i].namespace_name, refs[i].name));
-    return;
+  // A call of one claim (the usual Prepare) shares nothing with helpers: no state is made for it.
+  if (refs.size() > 1 && max_helpers > 1) {
+    const size_t wanted = std::min(max_helpers, refs.size());
+    auto f = std::make_shared<Fetching>(fetch, refs);
+    size_t started = 0;
+    while (started < wanted && helpers.Run([f] { FetchUntilNoneLeft(*f); })) ++started;
+    if (started > 0) {
+      std::unique_lock lock(f->mu);
+      for (size_t i = 0; i < refs.size(); ++i) {
+        f->one_fetched.wait(lock, [&] { return f->fetched[i].has_value(); });
+        Result<std::string> got = *std::move(f->fetched[i]);
+        lock.unlock();
+        use(i, std::move(got));
+        lock.lock();
+      }
+      return;
+    }
   }
-  std::unique_lock lock(f->mu);
-  for (size_t i = 0; i < refs.size(); ++i) {
-    f->one_fetched.wait(lock, [&] { return f->fetched[i].has_value(); });
-    Result<std::string> got = *std::move(f->fetched[i]);
-    lock.unlock();
-    use(i, std::move(got));
-    lock.lock();
-  }
+  // The caller alone, one GET after the other.
+  for (size_t i = 0; i < refs.size(); ++i) use(i, fetch(refs[i].namespace_name, refs[i].name));
 }
 
 std::vector<Result<std::string>> FetchClaims(const ClaimFetcher& fetch,
