@@ -59,14 +59,20 @@ TEST(EventLoop, TimersRunOnTheInjectedClock) {
   EXPECT_EQ(loop.timer_count(), 0u);
 }
 
+// On the injected clock: with real time, a pause between two AddTimer calls (TSan on a busy
+// machine) could put the 2 ms timer's deadline after the 3 ms one's.
 TEST(EventLoop, TimersRunInDeadlineOrderAndCancelledOnesNever) {
-  auto loop = MakeLoop();
+  dracpu::testing::FakeClock clock;
+  auto created = EventLoop::Create(clock);
+  ASSERT_THAT(created, IsOk());
+  EventLoop* loop = created->get();
   std::vector<int> order;
   loop->AddTimer(3ms, [&] { order.push_back(3); });
   const auto cancelled = loop->AddTimer(1ms, [&] { order.push_back(99); });
   loop->AddTimer(0ms, [&] { order.push_back(0); });
   loop->AddTimer(2ms, [&] { order.push_back(2); });
   loop->CancelTimer(cancelled);
+  clock.Advance(3ms);
   RunUntil(*loop, [&] { return order.size() == 3; });
   EXPECT_THAT(order, ElementsAre(0, 2, 3));
   EXPECT_EQ(loop->timer_count(), 0u);
