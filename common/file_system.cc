@@ -31,6 +31,10 @@ std::unique_ptr<FileSystem::AtomicWrites> FileSystem::BeginAtomicWrites() {
   return std::make_unique<WritesOneByOne>(*this);
 }
 
+Status FileSystem::SyncDirectories(const std::vector<std::string>& /*paths*/) {
+  return Status::Ok();
+}
+
 std::vector<Status> FileSystem::WriteFilesAtomically(const std::vector<FileWrite>& files) {
   std::unique_ptr<AtomicWrites> batch = BeginAtomicWrites();
   for (const FileWrite& f : files) batch->Add(f);

@@ -78,8 +78,15 @@ class FileSystem {
   // A batch of `files` (BeginAtomicWrites, Add each, Finish).
   std::vector<Status> WriteFilesAtomically(const std::vector<FileWrite>& files);
 
-  // Removes a file or an empty directory; NOT_FOUND when it did not exist.
+  // Removes a file or an empty directory; NOT_FOUND when it did not exist. The removal is
+  // visible at once but survives a crash only after SyncDirectories of its directory.
   virtual Status RemoveFile(std::string_view path) = 0;
+
+  // Makes the entries of each directory durable (what was renamed, created or removed in it),
+  // the directories all at once; a directory that does not exist is skipped (nothing in it to
+  // keep). The first error names its directory. This default is for filesystems that keep
+  // nothing across a crash (in memory), where there is nothing to do.
+  virtual Status SyncDirectories(const std::vector<std::string>& paths);
 
   // Creates the directory and its missing parents with `mode`; OK when it already exists.
   virtual Status MakeDirectories(std::string_view path, mode_t mode) = 0;

@@ -153,6 +153,16 @@ class PosixFileSystem final : public FileSystem {
     return std::make_unique<PosixAtomicWrites>(*this);
   }
 
+  Status SyncDirectories(const std::vector<std::string>& paths) override {
+    std::vector<std::string> rel_dirs;
+    rel_dirs.reserve(paths.size());
+    for (const std::string& path : paths) {
+      ASSIGN_OR_RETURN(std::string rel, Relative(path));
+      rel_dirs.push_back(std::move(rel));
+    }
+    return SyncRelativeDirectories(rel_dirs);
+  }
+
   Status RemoveFile(std::string_view path) override {
     ASSIGN_OR_RETURN(const std::string rel, Relative(path));
     if (::unlinkat(root_fd_.get(), rel.c_str(), 0) != 0) {
@@ -248,7 +258,8 @@ class PosixFileSystem final : public FileSystem {
         out.push_back(std::move(t.status));
       }
       temps_.clear();
-      fs_.SyncDirectories(dirs);
+      // Best effort: the renames are visible already; this makes them survive a crash.
+      fs_.SyncRelativeDirectories(dirs).IgnoreError();
       return out;
     }
 
@@ -289,18 +300,28 @@ class PosixFileSystem final : public FileSystem {
     return status;
   }
 
-  // Best effort: the renames are already visible; this makes them survive a crash. Several
-  // directories are synced at once.
-  void SyncDirectories(const std::vector<std::string>& rel_dirs) {
+  // fsync of each directory (relative to the root), all at once; a missing one is skipped. The
+  // first error names its directory.
+  Status SyncRelativeDirectories(const std::vector<std::string>& rel_dirs) {
     std::vector<UniqueFd> open;
     std::vector<int> fds;
+    std::vector<const std::string*> names;
+    Status first = Status::Ok();
     for (const std::string& rel_dir : rel_dirs) {
       UniqueFd dir(::openat(root_fd_.get(), rel_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (!dir) continue;
+      if (!dir) {
+        if (errno != ENOENT && first.ok()) first = ErrnoStatus("open " + HostPath(rel_dir), errno);
+        continue;
+      }
       fds.push_back(dir.get());
+      names.push_back(&rel_dir);
       open.push_back(std::move(dir));
     }
-    fsync_.SyncAll(fds);
+    const std::vector<int> errors = fsync_.SyncAll(fds);
+    for (size_t i = 0; i < errors.size() && first.ok(); ++i) {
+      if (errors[i] != 0) first = ErrnoStatus("fsync " + HostPath(*names[i]), errors[i]);
+    }
+    return first;
   }
 
   static Status WriteAll(int fd, std::string_view content, const std::string& what) {

@@ -129,6 +129,18 @@ TEST_F(PosixFileSystemTest, ABatchShowsNothingBeforeFinishAndNothingAtAllWhenDro
 
 // A FIFO, a directory or a device where a file is expected (planted in a CDI or config
 // directory, say) is refused at once: no read blocks waiting for a writer, none reads forever.
+// Directory syncs (what Unprepare's removals wait for): every directory at once, a missing one
+// skipped; a path that is not a directory, or leaves the root, is an error that names it.
+TEST_F(PosixFileSystemTest, SyncsDirectoriesSkippingMissingOnesAndNamingBadOnes) {
+  ASSERT_THAT(fs_->MakeDirectories("/var/run/cdi", 0755), IsOk());
+  EXPECT_THAT(fs_->SyncDirectories({"/var/run/cdi", "sys", "/var/run/gone"}), IsOk());
+  EXPECT_THAT(fs_->SyncDirectories({}), IsOk());
+  const Status not_a_directory = fs_->SyncDirectories({"/var/run/cdi", "/sys/devices/online"});
+  EXPECT_FALSE(not_a_directory.ok());
+  EXPECT_THAT(not_a_directory.message(), HasSubstr(root_ + "/sys/devices/online"));
+  EXPECT_THAT(fs_->SyncDirectories({"/var/../etc"}), StatusIs(StatusCode::kInvalidArgument));
+}
+
 TEST_F(PosixFileSystemTest, SpecialFilesAreRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo((root_ + "/fifo").c_str(), 0600), 0);
   ASSERT_EQ(::symlink("/dev/zero", (root_ + "/zero").c_str()), 0);

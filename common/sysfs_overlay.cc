@@ -173,6 +173,9 @@ class OverlayFileSystem final : public FileSystem {
   }
   std::unique_ptr<AtomicWrites> BeginAtomicWrites() override { return base_->BeginAtomicWrites(); }
   Status RemoveFile(std::string_view path) override { return base_->RemoveFile(path); }
+  Status SyncDirectories(const std::vector<std::string>& paths) override {
+    return base_->SyncDirectories(paths);
+  }
   Status MakeDirectories(std::string_view path, mode_t mode) override {
     return base_->MakeDirectories(path, mode);
   }
