@@ -50,6 +50,21 @@ Status CdiStore::Remove(std::string_view claim_uid) {
   return s;
 }
 
+Status CdiStore::SyncRemovals(const std::vector<std::string>& also) const {
+  // "/var/run/cdi" and "var/run/cdi" are one directory to the FileSystem: synced once.
+  auto unrooted = [](std::string_view d) {
+    return d.substr(std::min(d.find_first_not_of('/'), d.size()));
+  };
+  std::vector<std::string> dirs{dir_};
+  for (const std::string& d : also) {
+    if (std::none_of(dirs.begin(), dirs.end(),
+                     [&](const std::string& e) { return unrooted(e) == unrooted(d); })) {
+      dirs.push_back(d);
+    }
+  }
+  return fs_.SyncDirectories(dirs);
+}
+
 Result<CdiStore::Listing> CdiStore::List() const {
   Listing listing;
   auto entries = fs_.ListDirectory(dir_);

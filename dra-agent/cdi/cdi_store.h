@@ -33,8 +33,12 @@ class CdiStore {
   Result<FileSystem::FileWrite> SpecFile(const std::string& claim_uid, const CpuSet& cpus) const;
   // A batch on this store's FileSystem, for SpecFile's files and others written with them.
   std::unique_ptr<FileSystem::AtomicWrites> BeginWrites() const { return fs_.BeginAtomicWrites(); }
-  // Removes the claim's spec; OK when it does not exist.
+  // Removes the claim's spec; OK when it does not exist. The removal survives a crash only after
+  // SyncRemovals.
   Status Remove(std::string_view claim_uid);
+  // Makes the removals so far durable: the spec directory and `also` (directories of files other
+  // code removed through this store's FileSystem) synced at once (FileSystem::SyncDirectories).
+  Status SyncRemovals(const std::vector<std::string>& also = {}) const;
 
   struct Listing {
     std::vector<ClaimEnv> claims;  // valid claim specs, sorted by uid

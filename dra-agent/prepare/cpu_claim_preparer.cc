@@ -76,15 +76,10 @@ size_t CpuClaimPreparer::ClaimStripe(const std::string& uid) const {
   return std::hash<std::string>{}(uid) % claim_locks_.size();
 }
 
-std::mutex& CpuClaimPreparer::ClaimLock(const std::string& uid) {
-  return claim_locks_[ClaimStripe(uid)];
-}
-
-std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
+std::vector<std::unique_lock<std::mutex>> CpuClaimPreparer::LockClaims(
     const std::vector<ClaimRef>& claims) {
-  const Clock::TimePoint start = clock_.Now();
-  // Every claim of the call stays locked until its spec is durable. Stripes are taken once
-  // each, in index order, so two calls (or two claims on one stripe) never deadlock.
+  // Stripes are taken once each, in index order, so two calls (or two claims on one stripe)
+  // never deadlock.
   std::vector<size_t> stripes;
   stripes.reserve(claims.size());
   for (const ClaimRef& ref : claims) stripes.push_back(ClaimStripe(ref.uid));
@@ -93,6 +88,14 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
   std::vector<std::unique_lock<std::mutex>> locks;
   locks.reserve(stripes.size());
   for (size_t i : stripes) locks.emplace_back(claim_locks_[i]);
+  return locks;
+}
+
+std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
+    const std::vector<ClaimRef>& claims) {
+  const Clock::TimePoint start = clock_.Now();
+  // Every claim of the call stays locked until its spec is durable.
+  std::vector<std::unique_lock<std::mutex>> locks = LockClaims(claims);
 
   std::vector<Staged> staged(claims.size());
   std::vector<ClaimRef> to_fetch;
@@ -135,16 +138,43 @@ std::map<std::string, ClaimPrepareResult> CpuClaimPreparer::Prepare(
 
 std::map<std::string, std::string> CpuClaimPreparer::Unprepare(
     const std::vector<ClaimRef>& claims) {
-  std::map<std::string, std::string> out;
-  for (const ClaimRef& ref : claims) {
-    const Clock::TimePoint start = clock_.Now();
-    std::string error = UnprepareOne(ref);
-    if (metrics_ != nullptr) {
-      metrics_->unprepare_claims.Add({error.empty() ? DraMetrics::kSuccess : DraMetrics::kError},
-                                     1);
-      metrics_->unprepare_seconds.Observe({}, SecondsBetween(start, clock_.Now()));
+  const Clock::TimePoint start = clock_.Now();
+  std::vector<std::unique_lock<std::mutex>> locks = LockClaims(claims);
+  std::vector<std::string> errors(claims.size());
+  std::vector<size_t> removed;  // claims whose files are gone
+  for (size_t i = 0; i < claims.size(); ++i) {
+    errors[i] = StartUnprepare(claims[i]);
+    if (errors[i].empty()) removed.push_back(i);
+  }
+  // The CPUs are freed only once the removals are durable: a spec that came back after a crash
+  // would make Reconcile re-reserve them for a claim the kubelet has forgotten. One directory
+  // sync for the whole call.
+  if (!removed.empty()) {
+    const Status synced = SyncRemovals();
+    auto txn = synced.ok() ? segment_.Begin() : Result<shm::WriteTransaction>(synced);
+    for (size_t i : removed) {
+      // On failure the claim stays kReleasing with its CPUs: a retried Unprepare (or Reconcile)
+      // finishes it.
+      Status s = !synced.ok() ? synced.WithContext("the removal is not durable")
+                 : txn.ok()   ? txn->RemoveClaim(claims[i].uid).status()
+                              : txn.status();
+      if (!s.ok()) {
+        errors[i] = "claim " + Key(claims[i]) + ": " + s.message() + " (CPUs stay reserved)";
+      }
     }
-    out[ref.uid] = std::move(error);
+  }
+  locks.clear();
+
+  std::map<std::string, std::string> out;
+  // Each claim's latency is the call's: its removal became durable with the others'.
+  const double seconds = SecondsBetween(start, clock_.Now());
+  for (size_t i = 0; i < claims.size(); ++i) {
+    if (metrics_ != nullptr) {
+      metrics_->unprepare_claims.Add(
+          {errors[i].empty() ? DraMetrics::kSuccess : DraMetrics::kError}, 1);
+      metrics_->unprepare_seconds.Observe({}, seconds);
+    }
+    out[claims[i].uid] = std::move(errors[i]);
   }
   return out;
 }
@@ -434,6 +464,11 @@ void CpuClaimPreparer::Commit(const std::vector<ClaimRef>& refs, std::vector<Sta
   if (txn.ok()) txn->Commit();
 }
 
+Status CpuClaimPreparer::SyncRemovals() {
+  return cdi_.SyncRemovals(options_.metadata != nullptr ? options_.metadata->RemovalDirectories()
+                                                        : std::vector<std::string>{});
+}
+
 Status CpuClaimPreparer::RemoveFiles(const ClaimRef& ref) {
   if (options_.metadata != nullptr) {
     RETURN_IF_ERROR(options_.metadata->Remove(ref.namespace_name, ref.name, ref.uid));
@@ -441,10 +476,9 @@ Status CpuClaimPreparer::RemoveFiles(const ClaimRef& ref) {
   return cdi_.Remove(ref.uid);
 }
 
-std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
+std::string CpuClaimPreparer::StartUnprepare(const ClaimRef& ref) {
   auto fail = [&](const Status& s) { return "claim " + Key(ref) + ": " + s.message(); };
   if (Status s = ValidateRef(ref); !s.ok()) return fail(s);
-  std::lock_guard claim_lock(ClaimLock(ref.uid));
   auto existing = segment_.FindClaim(ref.uid);
   if (!existing.ok()) return fail(existing.status());
   std::optional<shm::ClaimSpec> spec;
@@ -462,11 +496,6 @@ std::string CpuClaimPreparer::UnprepareOne(const ClaimRef& ref) {
       if (auto txn = segment_.Begin(); txn.ok()) txn->UpsertClaim(*spec).IgnoreError();
     }
     return fail(s.WithContext("removing the CDI spec and device metadata (CPUs stay reserved)"));
-  }
-  if (spec) {
-    auto txn = segment_.Begin();
-    if (!txn.ok()) return fail(txn.status());
-    if (auto removed = txn->RemoveClaim(ref.uid); !removed.ok()) return fail(removed.status());
   }
   return "";
 }
@@ -491,6 +520,7 @@ Result<std::vector<std::string>> CpuClaimPreparer::Reconcile() {
         RETURN_IF_ERROR(options_.metadata->Remove(c.namespace_, c.name, c.uid));
       }
       RETURN_IF_ERROR(cdi_.Remove(c.uid));
+      RETURN_IF_ERROR(SyncRemovals());  // before the CPUs go, as in Unprepare
       RETURN_IF_ERROR(txn.RemoveClaim(c.uid).status());
       on_disk.erase(c.uid);
       report.push_back("claim " + c.uid + ": finished an interrupted Unprepare, CPUs " +

@@ -27,8 +27,12 @@
 //      files fail loses its reservation and its files (nothing half-done).
 //   5. Recorded kPrepared (one transaction); devices returned (one per result, all with the
 //      claim's CDI id, plus the metadata CDI id of their request).
-// Unprepare: mark kReleasing, remove the device metadata and the CDI spec (on failure: back to
-// kPrepared, CPUs stay held, error returned), remove the claim. An unknown claim is success.
+// Unprepare, the call's claims locked together: per claim, mark kReleasing, remove the device
+// metadata and the CDI spec (on failure: back to kPrepared, CPUs stay held, error returned); then
+// the directories synced once for the call (FileSystem::SyncDirectories), so no removed spec can
+// come back after a crash and have Reconcile re-reserve its CPUs; then the removed claims dropped
+// from shared memory in one transaction (if the sync fails they stay kReleasing, CPUs held, and
+// the error is returned: a retry or Reconcile finishes them). An unknown claim is success.
 // Reconcile (before registering with the kubelet): shared memory and the CDI files are made to
 // agree; see Reconcile().
 #pragma once
@@ -113,7 +117,10 @@ class CpuClaimPreparer final : public ClaimPreparer {
   // Steps 4-5 once the batch is finished: `written` per claim of `refs`.
   void Commit(const std::vector<ClaimRef>& refs, std::vector<Staged>& staged,
               const std::vector<Status>& written);
-  std::string UnprepareOne(const ClaimRef& ref);
+  // Unprepare's first half for one claim, whose stripe is held: marks it kReleasing and removes
+  // its files. "" when they are gone (the caller frees the CPUs once that is durable); otherwise
+  // the error, and the claim is back to kPrepared with its CPUs held.
+  std::string StartUnprepare(const ClaimRef& ref);
   // `whole_devices` gets the devices allocated whole (results without consumedCapacity).
   Result<CpuSet> Place(const ResourceClaimView& claim,
                        const std::vector<const AllocationResultView*>& results, const CpuSet& free,
@@ -128,8 +135,11 @@ class CpuClaimPreparer final : public ClaimPreparer {
       const std::vector<const AllocationResultView*>& results) const;
   // Removes the claim's device metadata, then its CDI spec.
   Status RemoveFiles(const ClaimRef& ref);
+  // Makes RemoveFiles' removals so far durable (every directory they touch, synced at once).
+  Status SyncRemovals();
   size_t ClaimStripe(const std::string& uid) const;
-  std::mutex& ClaimLock(const std::string& uid);
+  // The stripes of every claim of a call, held until the result is dropped.
+  std::vector<std::unique_lock<std::mutex>> LockClaims(const std::vector<ClaimRef>& claims);
 
   const CpuTopology& topology_;
   const allocator::TopologyIndex& index_;

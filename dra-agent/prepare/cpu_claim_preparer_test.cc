@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -22,6 +23,61 @@ using ::dracpu::IsLogSafe;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+
+// The test directory's FileSystem with its removals and directory syncs logged in order
+// ("remove <path>", "sync <dir> <dir>..."); `on_sync` runs at each sync before it is done (to look
+// at shared memory then), and `sync_error` fails the syncs.
+class SyncLoggingFileSystem final : public FileSystem {
+ public:
+  explicit SyncLoggingFileSystem(std::unique_ptr<FileSystem> base) : base_(std::move(base)) {}
+
+  Result<std::string> ReadFile(std::string_view path, size_t max_size) const override {
+    return base_->ReadFile(path, max_size);
+  }
+  Result<std::vector<DirEntry>> ListDirectory(std::string_view path) const override {
+    return base_->ListDirectory(path);
+  }
+  Result<std::string> ReadLink(std::string_view path) const override {
+    return base_->ReadLink(path);
+  }
+  bool Exists(std::string_view path) const override { return base_->Exists(path); }
+  bool IsDirectory(std::string_view path) const override { return base_->IsDirectory(path); }
+  Status WriteFileAtomically(std::string_view path, std::string_view content,
+                             mode_t mode) override {
+    return base_->WriteFileAtomically(path, content, mode);
+  }
+  std::unique_ptr<AtomicWrites> BeginAtomicWrites() override { return base_->BeginAtomicWrites(); }
+  Status RemoveFile(std::string_view path) override {
+    log.push_back("remove " + std::string(path));
+    return base_->RemoveFile(path);
+  }
+  Status MakeDirectories(std::string_view path, mode_t mode) override {
+    return base_->MakeDirectories(path, mode);
+  }
+  std::string HostPath(std::string_view path) const override { return base_->HostPath(path); }
+  Status SyncDirectories(const std::vector<std::string>& paths) override {
+    std::string entry = "sync";
+    for (const std::string& p : paths) entry += " " + p;
+    log.push_back(entry);
+    if (on_sync) on_sync();
+    return sync_error.ok() ? base_->SyncDirectories(paths) : sync_error;
+  }
+
+  std::vector<std::string> log;
+  std::function<void()> on_sync;
+  Status sync_error = Status::Ok();
+
+ private:
+  std::unique_ptr<FileSystem> base_;
+};
+
+std::vector<std::string> Syncs(const std::vector<std::string>& log) {
+  std::vector<std::string> out;
+  for (const std::string& e : log) {
+    if (e.rfind("sync", 0) == 0) out.push_back(e);
+  }
+  return out;
+}
 
 struct Result_ {
   std::string request, device, consumed;
@@ -62,7 +118,9 @@ class PreparerTest : public ::testing::Test {
                                     shm::testing::TestOptions(shm::Role::kDraAgent))
                      .value();
       std::filesystem::create_directories(dir_.File("cdi"));
-      fs_ = NewPosixFileSystem(dir_.path()).value();
+      auto fs = std::make_unique<SyncLoggingFileSystem>(NewPosixFileSystem(dir_.path()).value());
+      fs_log_ = fs.get();
+      fs_ = std::move(fs);
       cdi_ = std::make_unique<CdiStore>(*fs_, "cdi");
       metadata_ = std::make_unique<DeviceMetadataWriter>(*fs_, "/kubelet/plugins/dra.cpu", "/cdi");
     }
@@ -109,6 +167,7 @@ class PreparerTest : public ::testing::Test {
   DeviceCatalog catalog_;
   std::unique_ptr<shm::Segment> segment_;
   std::unique_ptr<FileSystem> fs_;
+  SyncLoggingFileSystem* fs_log_ = nullptr;  // fs_
   std::unique_ptr<CdiStore> cdi_;
   std::unique_ptr<DeviceMetadataWriter> metadata_;
   MetricsRegistry metrics_;
@@ -480,6 +539,72 @@ TEST_F(PreparerTest, UnprepareReleasesAndIsIdempotent) {
       std::filesystem::exists(dir_.File("kubelet/plugins/dra.cpu/dra-device-metadata/ns_c-u1")));
   EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
   EXPECT_EQ(preparer_->Unprepare({{"ns", "never", "u404"}}).at("u404"), "");
+}
+
+// A removed spec must not come back after a crash (Reconcile would re-reserve its CPUs for a
+// claim the kubelet has forgotten), so the CPUs are freed only after the directories are synced:
+// once for the whole call, with every removal of the call before it.
+TEST_F(PreparerTest, UnprepareFreesTheCpusOnlyOnceTheRemovalsAreDurableOneSyncPerCall) {
+  const ClaimRef a = Add("u1", {{"r", "cpudevnuma000", "2"}});
+  const ClaimRef b = Add("u2", {{"r", "cpudevnuma001", "2"}});
+  auto prepared = preparer_->Prepare({a, b});
+  ASSERT_EQ(prepared.at("u1").error, "");
+  ASSERT_EQ(prepared.at("u2").error, "");
+  fs_log_->log.clear();
+  std::vector<std::string> at_sync;
+  fs_log_->on_sync = [&] {
+    const bool spec_left = !cdi_->List()->claims.empty();
+    for (const char* uid : {"u1", "u2"}) {
+      auto c = segment_->FindClaim(uid).value();
+      const bool releasing = c && c->state == static_cast<uint8_t>(shm::ClaimState::kReleasing);
+      at_sync.push_back(std::string(uid) + (releasing ? " releasing" : " not releasing") +
+                        (spec_left ? ", a spec" : ", no spec"));
+    }
+  };
+  auto out = preparer_->Unprepare({a, b});
+  EXPECT_EQ(out.at("u1"), "");
+  EXPECT_EQ(out.at("u2"), "");
+  EXPECT_THAT(Syncs(fs_log_->log),
+              ElementsAre("sync cdi /kubelet/plugins/dra.cpu/dra-device-metadata"));
+  EXPECT_EQ(fs_log_->log.back(), Syncs(fs_log_->log).front());  // every removal before it
+  EXPECT_THAT(at_sync, ElementsAre("u1 releasing, no spec", "u2 releasing, no spec"));
+  EXPECT_TRUE(Held("u1").Empty());
+  EXPECT_TRUE(Held("u2").Empty());
+}
+
+TEST_F(PreparerTest, AnUnprepareWhoseRemovalIsNotDurableKeepsTheCpusUntilARetry) {
+  const ClaimRef ref = Add("u1", {{"r", "cpudevnuma000", "2"}});
+  ASSERT_EQ(PrepareOne(ref).error, "");
+  const CpuSet held = Held("u1");
+  fs_log_->sync_error = ErrnoStatus("fsync /x/cdi", EIO);
+  const std::string error = preparer_->Unprepare({ref}).at("u1");
+  EXPECT_THAT(error, HasSubstr("the removal is not durable"));
+  EXPECT_THAT(error, HasSubstr("fsync /x/cdi"));
+  EXPECT_THAT(error, HasSubstr("CPUs stay reserved"));
+  EXPECT_EQ(Held("u1"), held);
+  EXPECT_EQ(static_cast<shm::ClaimState>(segment_->FindClaim("u1").value()->state),
+            shm::ClaimState::kReleasing);
+  // The kubelet retries; the files are already gone, the sync now works.
+  fs_log_->sync_error = Status::Ok();
+  EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
+  EXPECT_TRUE(Held("u1").Empty());
+}
+
+TEST_F(PreparerTest, ReconcileFinishesAnInterruptedUnprepareDurablyBeforeFreeingTheCpus) {
+  const ClaimRef ref = Add("u1", {{"r", "cpudevnuma000", "2"}});
+  ASSERT_EQ(PrepareOne(ref).error, "");
+  {
+    shm::ClaimSpec releasing = shm::DecodeClaim(*segment_->FindClaim("u1").value());
+    releasing.state = shm::ClaimState::kReleasing;
+    auto txn = segment_->Begin().value();
+    ASSERT_THAT(txn.UpsertClaim(releasing), IsOk());
+  }
+  fs_log_->log.clear();
+  ASSERT_THAT(preparer_->Reconcile(), IsOk());
+  EXPECT_TRUE(Held("u1").Empty());
+  ASSERT_FALSE(fs_log_->log.empty());
+  EXPECT_EQ(fs_log_->log.back(), "sync cdi /kubelet/plugins/dra.cpu/dra-device-metadata");
+  EXPECT_THAT(fs_log_->log, ::testing::Contains("remove cdi/" + CdiSpecFileName("u1")));
 }
 
 TEST_F(PreparerTest, CpusStayHeldWhileTheCdiSpecCannotBeRemoved) {

@@ -194,6 +194,10 @@ Result<std::map<std::string, std::string>> DeviceMetadataWriter::Write(
   return std::move(plan.cdi_ids);
 }
 
+std::vector<std::string> DeviceMetadataWriter::RemovalDirectories() const {
+  return {cdi_dir_, plugin_dir_ + "/" + kMetadataSubDir};
+}
+
 Status DeviceMetadataWriter::Remove(const std::string& namespace_name, const std::string& name,
                                     const std::string& uid) {
   const std::string prefix = std::string(kDriver) + "_metadata_" + uid + "_";

@@ -81,7 +81,11 @@ class DeviceMetadataWriter {
                                                    const std::vector<MetadataDevice>& devices);
 
   // Removes the claim's metadata files, their directories and CDI specs; OK when there are none.
+  // Durable only after FileSystem::SyncDirectories of RemovalDirectories().
   Status Remove(const std::string& namespace_name, const std::string& name, const std::string& uid);
+  // The directories whose entries Remove changes for any claim: the CDI directory and the one
+  // holding the claims' metadata directories.
+  std::vector<std::string> RemovalDirectories() const;
 
   // Paths, for tests and messages.
   std::string MetadataFile(const MetadataClaim& claim, const std::string& base_request) const;
