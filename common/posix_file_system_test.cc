@@ -127,8 +127,6 @@ TEST_F(PosixFileSystemTest, ABatchShowsNothingBeforeFinishAndNothingAtAllWhenDro
   EXPECT_THAT(fs_->ListDirectory("/cdi"), IsOkAndHolds(::testing::SizeIs(2)));
 }
 
-// A FIFO, a directory or a device where a file is expected (planted in a CDI or config
-// directory, say) is refused at once: no read blocks waiting for a writer, none reads forever.
 // Directory syncs (what Unprepare's removals wait for): every directory at once, a missing one
 // skipped; a path that is not a directory, or leaves the root, is an error that names it.
 TEST_F(PosixFileSystemTest, SyncsDirectoriesSkippingMissingOnesAndNamingBadOnes) {
@@ -141,6 +139,8 @@ TEST_F(PosixFileSystemTest, SyncsDirectoriesSkippingMissingOnesAndNamingBadOnes)
   EXPECT_THAT(fs_->SyncDirectories({"/var/../etc"}), StatusIs(StatusCode::kInvalidArgument));
 }
 
+// A FIFO, a directory or a device where a file is expected (planted in a CDI or config
+// directory, say) is refused at once: no read blocks waiting for a writer, none reads forever.
 TEST_F(PosixFileSystemTest, SpecialFilesAreRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo((root_ + "/fifo").c_str(), 0600), 0);
   ASSERT_EQ(::symlink("/dev/zero", (root_ + "/zero").c_str()), 0);
