@@ -3,9 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -24,12 +26,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-// The test directory's FileSystem with its removals and directory syncs logged in order
-// ("remove <path>", "sync <dir> <dir>..."); `on_sync` runs at each sync before it is done (to look
-// at shared memory then), and `sync_error` fails the syncs.
-class SyncLoggingFileSystem final : public FileSystem {
+// The test directory's FileSystem with its batches of atomic writes, removals and directory syncs
+// logged in order ("batch", "write <path>", "finish", "remove <path>", "sync <dir> <dir>...");
+// `on_sync` runs at each sync before it is done (to look at shared memory then), and `sync_error`
+// fails the syncs.
+class LoggingFileSystem final : public FileSystem {
  public:
-  explicit SyncLoggingFileSystem(std::unique_ptr<FileSystem> base) : base_(std::move(base)) {}
+  explicit LoggingFileSystem(std::unique_ptr<FileSystem> base) : base_(std::move(base)) {}
 
   Result<std::string> ReadFile(std::string_view path, size_t max_size) const override {
     return base_->ReadFile(path, max_size);
@@ -46,9 +49,12 @@ class SyncLoggingFileSystem final : public FileSystem {
                              mode_t mode) override {
     return base_->WriteFileAtomically(path, content, mode);
   }
-  std::unique_ptr<AtomicWrites> BeginAtomicWrites() override { return base_->BeginAtomicWrites(); }
+  std::unique_ptr<AtomicWrites> BeginAtomicWrites() override {
+    Log("batch");
+    return std::make_unique<LoggedWrites>(base_->BeginAtomicWrites(), *this);
+  }
   Status RemoveFile(std::string_view path) override {
-    log.push_back("remove " + std::string(path));
+    Log("remove " + std::string(path));
     return base_->RemoveFile(path);
   }
   Status MakeDirectories(std::string_view path, mode_t mode) override {
@@ -58,16 +64,41 @@ class SyncLoggingFileSystem final : public FileSystem {
   Status SyncDirectories(const std::vector<std::string>& paths) override {
     std::string entry = "sync";
     for (const std::string& p : paths) entry += " " + p;
-    log.push_back(entry);
+    Log(entry);
     if (on_sync) on_sync();
     return sync_error.ok() ? base_->SyncDirectories(paths) : sync_error;
   }
 
-  std::vector<std::string> log;
+  std::vector<std::string> log;  // read it while no call runs
   std::function<void()> on_sync;
   Status sync_error = Status::Ok();
 
  private:
+  class LoggedWrites final : public AtomicWrites {
+   public:
+    LoggedWrites(std::unique_ptr<AtomicWrites> base, LoggingFileSystem& fs)
+        : base_(std::move(base)), fs_(fs) {}
+    void Add(FileWrite file) override {
+      fs_.Log("write " + file.path);
+      base_->Add(std::move(file));
+    }
+    std::vector<Status> Finish() override {
+      fs_.Log("finish");
+      return base_->Finish();
+    }
+
+   private:
+    std::unique_ptr<AtomicWrites> base_;
+    LoggingFileSystem& fs_;
+  };
+
+  // Concurrent calls (the tests of concurrent claims) log from several threads.
+  void Log(std::string entry) {
+    std::lock_guard lock(log_mu_);
+    log.push_back(std::move(entry));
+  }
+
+  std::mutex log_mu_;
   std::unique_ptr<FileSystem> base_;
 };
 
@@ -118,7 +149,7 @@ class PreparerTest : public ::testing::Test {
                                     shm::testing::TestOptions(shm::Role::kDraAgent))
                      .value();
       std::filesystem::create_directories(dir_.File("cdi"));
-      auto fs = std::make_unique<SyncLoggingFileSystem>(NewPosixFileSystem(dir_.path()).value());
+      auto fs = std::make_unique<LoggingFileSystem>(NewPosixFileSystem(dir_.path()).value());
       fs_log_ = fs.get();
       fs_ = std::move(fs);
       cdi_ = std::make_unique<CdiStore>(*fs_, "cdi");
@@ -167,7 +198,7 @@ class PreparerTest : public ::testing::Test {
   DeviceCatalog catalog_;
   std::unique_ptr<shm::Segment> segment_;
   std::unique_ptr<FileSystem> fs_;
-  SyncLoggingFileSystem* fs_log_ = nullptr;  // fs_
+  LoggingFileSystem* fs_log_ = nullptr;  // fs_
   std::unique_ptr<CdiStore> cdi_;
   std::unique_ptr<DeviceMetadataWriter> metadata_;
   MetricsRegistry metrics_;
@@ -539,6 +570,31 @@ TEST_F(PreparerTest, UnprepareReleasesAndIsIdempotent) {
       std::filesystem::exists(dir_.File("kubelet/plugins/dra.cpu/dra-device-metadata/ns_c-u1")));
   EXPECT_EQ(preparer_->Unprepare({ref}).at("u1"), "");
   EXPECT_EQ(preparer_->Unprepare({{"ns", "never", "u404"}}).at("u404"), "");
+}
+
+// Durable but cheap: however many claims a call has, their files (spec and device metadata) go
+// into one batch, whose directories are synced once, after the last claim's files.
+TEST_F(PreparerTest, APrepareOfSeveralClaimsWritesAllTheirFilesInOneBatch) {
+  const ClaimRef a = Add("u1", {{"r", "cpudevnuma000", "2"}});
+  const ClaimRef b = Add("u2", {{"r", "cpudevnuma001", "2"}});
+  const ClaimRef c = Add("u3", {{"r", "cpudevnuma000", "2"}});
+  fs_log_->log.clear();
+  auto out = preparer_->Prepare({a, b, c});
+  for (const char* uid : {"u1", "u2", "u3"}) EXPECT_EQ(out.at(uid).error, "") << uid;
+  std::vector<std::string> batches;
+  for (const std::string& e : fs_log_->log) {
+    if (e == "batch" || e == "finish") batches.push_back(e);
+  }
+  EXPECT_THAT(batches, ElementsAre("batch", "finish"));
+  EXPECT_EQ(fs_log_->log.front(), "batch");
+  EXPECT_EQ(fs_log_->log.back(), "finish");  // every file of the call before it
+  for (const char* uid : {"u1", "u2", "u3"}) {
+    EXPECT_TRUE(std::find(fs_log_->log.begin(), fs_log_->log.end(), "write " + cdi_->PathOf(uid)) !=
+                fs_log_->log.end())
+        << uid;
+  }
+  // Per claim: its CDI spec, its device metadata and the metadata's own CDI spec.
+  EXPECT_EQ(fs_log_->log.size(), 2u + 3u * 3u);
 }
 
 // A removed spec must not come back after a crash (Reconcile would re-reserve its CPUs for a
