@@ -585,7 +585,7 @@ TEST_F(PreparerTest, APrepareOfSeveralClaimsWritesAllTheirFilesInOneBatch) {
   for (const std::string& e : fs_log_->log) {
     if (e == "batch" || e == "finish") batches.push_back(e);
   }
-  EXPECT_THAT(batches, ElementsAre("batch", "finish"));
+  ASSERT_THAT(batches, ElementsAre("batch", "finish"));
   EXPECT_EQ(fs_log_->log.front(), "batch");
   EXPECT_EQ(fs_log_->log.back(), "finish");  // every file of the call before it
   for (const char* uid : {"u1", "u2", "u3"}) {
