@@ -180,8 +180,8 @@ Status DraAgent::StartParts(const AgentConfig& config, const std::string& versio
       topology_, *index_, catalog_, *segment_, *cdi_,
       [client](const std::string& ns, const std::string& name) -> Result<std::string> {
         if (client == nullptr) return UnavailableError("no Kubernetes API client");
-        ASSIGN_OR_RETURN(kube::JsonObject claim, client->Get(kube::ResourceClaimPath(ns, name)));
-        return claim.ToString();
+        // Stage parses the claim itself, validating it as untrusted input.
+        return client->GetBody(kube::ResourceClaimPath(ns, name));
       },
       po, dra_metrics_.get(), env_.clock);
   auto cpus_of = [seg = segment_.get()](const std::string& uid) -> std::optional<CpuSet> {

@@ -202,9 +202,14 @@ KubeClient::Call KubeClient::MakeCall(std::string_view method, std::string_view 
   return call;
 }
 
-Result<JsonObject> KubeClient::Get(std::string_view path) {
+Result<std::string> KubeClient::GetBody(std::string_view path) {
   ASSIGN_OR_RETURN(HttpResponse r, Do(MakeCall("GET", path)));
-  Result<JsonObject> object = JsonObject::Parse(r.body);
+  return std::move(r.body);
+}
+
+Result<JsonObject> KubeClient::Get(std::string_view path) {
+  ASSIGN_OR_RETURN(std::string body, GetBody(path));
+  Result<JsonObject> object = JsonObject::Parse(body);
   if (!object.ok()) return object.status().WithContext("GET " + std::string(path));
   return object;
 }

@@ -113,6 +113,10 @@ class KubeClient {
 
   // GET <path> (an object, or /version).
   Result<JsonObject> Get(std::string_view path);
+  // GET <path>, with Get's retries and errors; the body of the 2xx answer as it came, not
+  // parsed. For a caller that parses the object into a view of its own (Prepare, its
+  // ResourceClaims): parsing it here too, and writing it out again, cost every claim twice.
+  Result<std::string> GetBody(std::string_view path);
   // GET <collection>?fieldSelector=...&labelSelector=...&resourceVersion=...
   Result<ObjectList> List(std::string_view collection, const ListOptions& options = {});
   // POST <collection>; `object` may use metadata.generateName. Returns the created object (with

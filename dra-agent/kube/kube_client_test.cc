@@ -243,26 +243,48 @@ TEST(KubeClientTest, UnauthorizedWithAFixedTokenIsReported) {
               StatusIs(StatusCode::kUnauthenticated, HasSubstr("GET /version: HTTP 401")));
 }
 
-TEST(KubeClientTest, ListEncodesSelectorsAndReturnsItems) {
-  auto http = std::make_unique<ScriptedHttp>(std::deque<HttpResponse>{Http(
-      200,
-      R"({"kind":"ResourceSliceList","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})")});
-  ScriptedHttp* raw = http.get();
+// A client of http://sim whose answers are `script`, with default options.
+struct ScriptedClient {
+  explicit ScriptedClient(std::deque<HttpResponse> script) {
+    auto http = std::make_unique<ScriptedHttp>(std::move(script));
+    raw = http.get();
+    ClusterConfig config;
+    config.server = "http://sim";
+    client = KubeClient::Create(config, std::move(http), fs, clock, random).value();
+  }
   OneFileSystem fs;
   FakeClock clock;
-  FixedRandom random(0.0);
-  ClusterConfig config;
-  config.server = "http://sim";
-  auto client = KubeClient::Create(config, std::move(http), fs, clock, random);
-  ASSERT_THAT(client, IsOk());
+  FixedRandom random{0.0};
+  ScriptedHttp* raw = nullptr;  // owned by client
+  std::unique_ptr<KubeClient> client;
+};
+
+TEST(KubeClientTest, GetBodyAnswersTheBodyAsItCameAndErrorsAsGetDoes) {
+  // Not JSON on purpose: GetBody leaves parsing (and judging the text) to its caller.
+  const std::string body = R"({"metadata": {"name": "c"}, "spacing":   kept)";
+  ScriptedClient c({Http(200, body), Http(404, R"({"kind":"Status","code":404})")});
+  const std::string path = "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c";
+  auto got = c.client->GetBody(path);
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(*got, body);
+  EXPECT_EQ(c.raw->requests.at(0).method, "GET");
+  EXPECT_EQ(c.raw->requests.at(0).url, "http://sim" + path);
+  EXPECT_THAT(c.client->GetBody(path),
+              StatusIs(StatusCode::kNotFound, HasSubstr("GET " + path + ": HTTP 404")));
+}
+
+TEST(KubeClientTest, ListEncodesSelectorsAndReturnsItems) {
+  ScriptedClient c({Http(
+      200,
+      R"({"kind":"ResourceSliceList","metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})")});
   ListOptions options;
   options.field_selector = "spec.nodeName=n1,spec.driver=dra.cpu";
-  Result<ObjectList> list = (*client)->List("/apis/resource.k8s.io/v1/resourceslices", options);
+  Result<ObjectList> list = c.client->List("/apis/resource.k8s.io/v1/resourceslices", options);
   ASSERT_THAT(list, IsOk());
   EXPECT_EQ(list->resource_version, "7");
   ASSERT_EQ(list->items.size(), 2u);
   EXPECT_EQ(list->items[1].Name(), "b");
-  EXPECT_EQ(raw->requests.at(0).url,
+  EXPECT_EQ(c.raw->requests.at(0).url,
             "http://sim/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3Dn1%"
             "2Cspec.driver%3Ddra.cpu");
 }

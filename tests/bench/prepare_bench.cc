@@ -115,8 +115,7 @@ struct Fixture {
     preparer = std::make_unique<dra::CpuClaimPreparer>(
         topology, *index, catalog, *segment, *cdi,
         [c](const std::string& ns, const std::string& name) -> Result<std::string> {
-          ASSIGN_OR_RETURN(kube::JsonObject o, c->Get(kube::ResourceClaimPath(ns, name)));
-          return o.ToString();
+          return c->GetBody(kube::ResourceClaimPath(ns, name));
         },
         po, nullptr, clock);
     dra::KubeletPluginServerOptions ko;
